@@ -1,0 +1,29 @@
+"""ghostrun: deterministic, free, offline tests for LLM applications.
+
+Record provider HTTP traffic once, replay it from readable cassettes after,
+and assert on meaning with a local judge. See DESIGN in the README.
+"""
+
+from __future__ import annotations
+
+from ._config import configure
+from ._exceptions import CacheMiss, CassetteError, GhostrunError, JudgeUnavailable, UnsupportedHttpx
+from ._hosts import PROVIDER_HOSTS
+from ._modes import Mode
+from ._session import Session, session
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "PROVIDER_HOSTS",
+    "CacheMiss",
+    "CassetteError",
+    "GhostrunError",
+    "JudgeUnavailable",
+    "Mode",
+    "Session",
+    "UnsupportedHttpx",
+    "__version__",
+    "configure",
+    "session",
+]

@@ -1,0 +1,189 @@
+"""The cassette: one readable JSON file per distinct request.
+
+    {
+      "version": 1,
+      "key": "<32 hex digits>",
+      "request": {"method": ..., "url": ..., "headers": {...}, "body": BODY},
+      "responses": [{"status": 200, "headers": {...}, "body": BODY,
+                     "stream_error": {"type": ..., "message": ...}?}, ...]
+    }
+
+A BODY names its encoding by its only key: ``json`` (a JSON value), ``text``,
+``base64`` (bytes that are not UTF-8), or, for streams, ``sse``, ``ndjson`` or
+``chunks`` (the list of chunks received, each a string) and ``chunks_base64``.
+Bodies are stored decoded (never gzipped); replay reproduces streams chunk
+for chunk and binary bodies byte for byte.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ._exceptions import CassetteError
+from ._files import dump_json, read_json, write_atomic
+
+__all__ = ["FORMAT_VERSION", "Cassette", "Recording", "decode_body", "encode_body"]
+
+FORMAT_VERSION = 1
+_STREAM_KINDS = ("sse", "ndjson", "chunks")
+_BYTE_KINDS = ("json", "text", "base64")
+
+
+@dataclass(slots=True)
+class Recording:
+    """One response as the provider sent it (bodies decoded)."""
+
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes = b""
+    chunks: list[bytes] | None = None  # set for streamed responses
+    stream_error: tuple[str, str] | None = None  # (exception type, message)
+
+    @property
+    def transient(self) -> bool:
+        """A failure an SDK retries past (429, 5xx): not worth keeping if it did."""
+        return self.status == 429 or self.status >= 500
+
+
+@dataclass(slots=True)
+class Cassette:
+    """A parsed cassette; responses are decoded on first use, once."""
+
+    path: Path
+    key: str
+    request: dict[str, Any]
+    raw_responses: list[dict[str, Any]]
+    _decoded: dict[int, Recording] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.raw_responses)
+
+    def response(self, index: int) -> Recording:
+        found = self._decoded.get(index)
+        if found is None:
+            found = self._decoded[index] = _decode_response(self.raw_responses[index], self.path)
+        return found
+
+    @classmethod
+    def load(cls, path: Path) -> Cassette | None:
+        data = read_json(path)
+        if data is None:
+            return None
+        if not isinstance(data, dict) or "version" not in data:
+            raise CassetteError(f'corrupt cassette {path}: not a ghostrun cassette (no "version")')
+        if data["version"] != FORMAT_VERSION:
+            raise CassetteError(
+                f"cassette {path} has format version {data['version']!r}, but this ghostrun "
+                f"reads version {FORMAT_VERSION}: upgrade ghostrun, or delete the file and "
+                "re-record with GHOSTRUN_MODE=record"
+            )
+        responses = data.get("responses")
+        request = data.get("request")
+        if not isinstance(responses, list) or not isinstance(request, dict):
+            raise CassetteError(f'corrupt cassette {path}: "request" or "responses" missing')
+        return cls(path, str(data.get("key", path.stem)), request, responses)
+
+    def save(self) -> None:
+        document = {
+            "version": FORMAT_VERSION,
+            "key": self.key,
+            "request": self.request,
+            "responses": self.raw_responses,
+        }
+        write_atomic(self.path, dump_json(document))
+
+
+def encode_response(recording: Recording, content_type: str) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "status": recording.status,
+        "headers": _headers_to_json(recording.headers),
+    }
+    if recording.chunks is not None:
+        entry["body"] = encode_chunks(recording.chunks, content_type)
+    else:
+        entry["body"] = encode_body(recording.body, content_type)
+    if recording.stream_error is not None:
+        kind, message = recording.stream_error
+        entry["stream_error"] = {"type": kind, "message": message}
+    return entry
+
+
+def encode_body(data: bytes, content_type: str) -> dict[str, Any]:
+    """JSON as a value, text as text, anything else as base64."""
+    if data and "json" in content_type.lower():
+        try:
+            return {"json": orjson.loads(data)}
+        except orjson.JSONDecodeError:
+            pass
+    try:
+        return {"text": data.decode("utf-8")}
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(data).decode("ascii")}
+
+
+def encode_chunks(chunks: list[bytes], content_type: str) -> dict[str, Any]:
+    ctype = content_type.lower()
+    kind = "sse" if "event-stream" in ctype else "ndjson" if "ndjson" in ctype else "chunks"
+    try:
+        return {kind: [chunk.decode("utf-8") for chunk in chunks]}
+    except UnicodeDecodeError:
+        return {"chunks_base64": [base64.b64encode(chunk).decode("ascii") for chunk in chunks]}
+
+
+def decode_body(body: dict[str, Any]) -> bytes | list[bytes]:
+    """Inverse of `encode_body` / `encode_chunks`: bytes, or the list of chunks."""
+    if len(body) != 1:
+        raise ValueError(f"a body has exactly one encoding key, got {sorted(body)}")
+    ((kind, value),) = body.items()
+    if kind == "json":
+        return orjson.dumps(value)
+    if kind == "text":
+        return str(value).encode("utf-8")
+    if kind == "base64":
+        return base64.b64decode(value, validate=True)
+    if kind in _STREAM_KINDS:
+        return [str(chunk).encode("utf-8") for chunk in value]
+    if kind == "chunks_base64":
+        return [base64.b64decode(chunk, validate=True) for chunk in value]
+    raise ValueError(f"unknown body encoding {kind!r}")
+
+
+def _decode_response(raw: dict[str, Any], path: Path) -> Recording:
+    try:
+        decoded = decode_body(raw.get("body") or {"text": ""})
+        error = raw.get("stream_error")
+        return Recording(
+            status=int(raw["status"]),
+            headers=_headers_from_json(raw.get("headers") or {}),
+            body=decoded if isinstance(decoded, bytes) else b"",
+            chunks=decoded if isinstance(decoded, list) else None,
+            stream_error=(str(error["type"]), str(error["message"])) if error else None,
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CassetteError(f"corrupt cassette {path}: bad response entry ({exc})") from exc
+
+
+def _headers_to_json(headers: list[tuple[str, str]]) -> dict[str, str | list[str]]:
+    out: dict[str, str | list[str]] = {}
+    for name, value in headers:
+        seen = out.get(name)
+        if seen is None:
+            out[name] = value
+        elif isinstance(seen, list):
+            seen.append(value)
+        else:
+            out[name] = [seen, value]
+    return out
+
+
+def _headers_from_json(headers: dict[str, str | list[str]]) -> list[tuple[str, str]]:
+    pairs = []
+    for name, value in headers.items():
+        for one in value if isinstance(value, list) else [value]:
+            pairs.append((name, one))
+    return pairs

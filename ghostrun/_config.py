@@ -1,0 +1,72 @@
+"""Suite-wide defaults: ``ghostrun.configure(...)`` and the environment."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from ._modes import Mode, parse_mode
+
+__all__ = ["configure", "settings"]
+
+DEFAULT_CASSETTE_DIR = ".ghostrun_cache"
+_UNSET: Any = object()
+
+
+@dataclass
+class Settings:
+    """Defaults set in code. The environment is read at use, so tests may change it."""
+
+    mode: Mode | None = None
+    suite_mode: Mode | None = None  # set by the pytest plugin's flags
+    cassette_dir: Path | None = None
+    hosts: tuple[str, ...] = ()
+    judge: Any = None
+    on_judge_unavailable: Literal["error", "skip"] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def resolve_cassette_dir(self, explicit: str | os.PathLike[str] | None = None) -> Path:
+        if explicit is not None:
+            return Path(explicit)
+        if self.cassette_dir is not None:
+            return self.cassette_dir
+        return Path(os.environ.get("GHOSTRUN_CASSETTE_DIR") or DEFAULT_CASSETTE_DIR)
+
+    def extra_hosts(self) -> tuple[str, ...]:
+        env = os.environ.get("GHOSTRUN_HOSTS", "")
+        return self.hosts + tuple(h.strip() for h in env.split(",") if h.strip())
+
+
+settings = Settings()
+
+
+def configure(
+    *,
+    mode: Mode | str | None = _UNSET,
+    cassette_dir: str | os.PathLike[str] | None = _UNSET,
+    hosts: Iterable[str] | None = _UNSET,
+    judge: Any = _UNSET,
+    on_judge_unavailable: Literal["error", "skip"] | None = _UNSET,
+) -> None:
+    """Set suite-wide defaults; pass ``None`` to return one to its default.
+
+    A mode set here is a mode written in code: a session's own ``mode=`` beats
+    it, and ``GHOSTRUN_MODE`` (or a pytest flag) beats both.
+    """
+    if mode is not _UNSET:
+        settings.mode = None if mode is None else parse_mode(mode)
+    if cassette_dir is not _UNSET:
+        settings.cassette_dir = None if cassette_dir is None else Path(cassette_dir)
+    if hosts is not _UNSET:
+        settings.hosts = tuple(hosts or ())
+    if judge is not _UNSET:
+        settings.judge = judge
+    if on_judge_unavailable is not _UNSET:
+        if on_judge_unavailable not in (None, "error", "skip"):
+            raise ValueError(
+                f"invalid on_judge_unavailable {on_judge_unavailable!r}: expected 'error' or 'skip'"
+            )
+        settings.on_judge_unavailable = on_judge_unavailable

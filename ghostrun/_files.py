@@ -1,0 +1,65 @@
+"""Atomic, readable JSON files: the one way ghostrun writes to disk.
+
+A file is written to a temporary sibling and ``os.replace``d, so parallel
+workers and threads never leave or read half a file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ._exceptions import CassetteError
+
+__all__ = ["dump_json", "read_json", "write_atomic"]
+
+_PRETTY = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
+
+
+def dump_json(value: Any) -> bytes:
+    """Pretty JSON with sorted keys, so diffs in review are small and stable."""
+    return orjson.dumps(value, option=_PRETTY)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so no reader ever sees a partial file."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise CassetteError(
+            f"cannot write {path}: {exc.strerror or exc}. "
+            "Make the directory writable or point GHOSTRUN_CASSETTE_DIR elsewhere."
+        ) from exc
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise CassetteError(f"cannot write {path}: {exc.strerror or exc}") from exc
+        raise
+
+
+def read_json(path: Path) -> Any | None:
+    """The parsed file, ``None`` if it does not exist, or a CassetteError naming it."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise CassetteError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise CassetteError(
+            f"corrupt file {path}: not valid JSON ({exc}). "
+            "Delete it and re-record with GHOSTRUN_MODE=record."
+        ) from exc

@@ -1,0 +1,143 @@
+"""The match key: what makes two requests "the same request".
+
+The key is the sha256 of the method, the canonical URL and the canonical
+body. Canonical means independent of what does not change the answer: key
+order and white space in JSON, the random multipart boundary, fields the user
+chose to ignore, and credentials (headers are never part of the key, and
+credential query parameters are dropped), so a cassette recorded with one API
+key replays with another, or none.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from typing import Any
+from urllib.parse import parse_qsl, urlencode
+
+import orjson
+
+__all__ = [
+    "CREDENTIAL_QUERY_PARAMS",
+    "canonical_body",
+    "canonical_url",
+    "match_key",
+    "split_field_paths",
+]
+
+CREDENTIAL_QUERY_PARAMS = frozenset(
+    {
+        "key",
+        "api_key",
+        "apikey",
+        "api-key",
+        "access_token",
+        "token",
+        "auth",
+        "sig",
+        "signature",
+        "x-amz-signature",
+        "x-amz-credential",
+        "x-amz-security-token",
+    }
+)
+_DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
+_SORTED_COMPACT = orjson.OPT_SORT_KEYS
+
+
+def is_credential_param(name: str) -> bool:
+    return name.lower() in CREDENTIAL_QUERY_PARAMS
+
+
+def canonical_url(scheme: str, host: str, port: int | None, path: str, query: str) -> str:
+    """Scheme, host, port (when not the default), path and sorted query without credentials."""
+    scheme = scheme.lower()
+    netloc = host.lower()
+    if ":" in netloc and not netloc.startswith("["):
+        netloc = f"[{netloc}]"
+    if port is not None and port != _DEFAULT_PORTS.get(scheme):
+        netloc = f"{netloc}:{port}"
+    url = f"{scheme}://{netloc}{path or '/'}"
+    if query:
+        pairs = sorted(
+            p for p in parse_qsl(query, keep_blank_values=True) if not is_credential_param(p[0])
+        )
+        if pairs:
+            url += "?" + urlencode(pairs)
+    return url
+
+
+def split_field_paths(fields: Iterable[str]) -> tuple[tuple[str, ...], ...]:
+    """``"metadata.trace_id"`` -> ``("metadata", "trace_id")``; ``*`` matches any key or index."""
+    return tuple(tuple(f.split(".")) for f in fields if f)
+
+
+def canonical_body(body: bytes, content_type: str, ignore: Sequence[tuple[str, ...]] = ()) -> bytes:
+    """The body as the key sees it (see the module docstring)."""
+    if not body:
+        return b""
+    ctype = content_type.lower()
+    if "json" in ctype or body[:1] in (b"{", b"["):
+        try:
+            value = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            return body
+        for path in ignore:
+            _remove(value, path)
+        return orjson.dumps(value, option=_SORTED_COMPACT)
+    if ctype.startswith("multipart/"):
+        return _canonical_multipart(body, content_type)
+    if ctype.startswith("application/x-www-form-urlencoded"):
+        pairs = parse_qsl(body.decode("latin-1"), keep_blank_values=True)
+        return urlencode(sorted(p for p in pairs if not is_credential_param(p[0]))).encode()
+    return body
+
+
+def match_key(method: str, url: str, body: bytes) -> str:
+    digest = hashlib.sha256(method.upper().encode())
+    digest.update(b"\n")
+    digest.update(url.encode())
+    digest.update(b"\n")
+    digest.update(body)
+    return digest.hexdigest()[:32]
+
+
+def _remove(value: Any, path: tuple[str, ...]) -> None:
+    head, rest = path[0], path[1:]
+    if isinstance(value, dict):
+        targets = list(value) if head == "*" else [head] if head in value else []
+        for name in targets:
+            if rest:
+                _remove(value[name], rest)
+            else:
+                del value[name]
+    elif isinstance(value, list):
+        indices = range(len(value)) if head == "*" else [int(head)] if head.isdigit() else []
+        for index in reversed(indices):
+            if index >= len(value):
+                continue
+            if rest:
+                _remove(value[index], rest)
+            else:
+                del value[index]
+
+
+def _canonical_multipart(body: bytes, content_type: str) -> bytes:
+    boundary = _boundary(content_type)
+    if not boundary:
+        return body
+    parts = body.split(b"--" + boundary)
+    out = []
+    for part in parts[1:]:
+        if part.startswith(b"--"):
+            break
+        out.append(part.strip(b"\r\n"))
+    return b"\x00".join(out)
+
+
+def _boundary(content_type: str) -> bytes:
+    for param in content_type.split(";")[1:]:
+        name, _, value = param.strip().partition("=")
+        if name.lower() == "boundary":
+            return value.strip('"').encode()
+    return b""

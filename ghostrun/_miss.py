@@ -1,0 +1,136 @@
+"""What a replay miss tells the user: what was asked, and what changed.
+
+Runs only on a miss, so it may read the cassette directory; the hit path never does.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+import orjson
+
+from ._cassette import encode_body
+from ._redact import collect_secrets, redact_entry
+
+if TYPE_CHECKING:
+    from ._session import RequestInfo, Session
+
+__all__ = ["describe_miss", "render_body"]
+
+_MAX_DIFF_LINES = 60
+_MAX_CANDIDATES = 2000
+
+
+def describe_miss(info: RequestInfo, session: Session, ignore: Sequence[tuple[str, ...]]) -> str:
+    path = session.cassette_dir / f"{info.key}.json"
+    lines = [
+        f"ghostrun: no recording for {info.method} {info.url}",
+        f"  mode:         {session.mode.value}"
+        + (f" (session {session.name})" if session.name else ""),
+        f"  cassette dir: {session.cassette_dir}",
+        f"  expected:     {path.name}",
+        "  To record it, run once with GHOSTRUN_MODE=record (or pytest --ghostrun-record) "
+        "with the provider reachable.",
+    ]
+    body = _stored_body(info)
+    closest = _closest(session.cassette_dir, info, body)
+    if closest is None:
+        lines.append(
+            f"  No recorded request to {info.method} {_endpoint(info.url)} in this directory."
+        )
+    else:
+        other_path, other = closest
+        lines.append(f"  Closest recorded request to the same endpoint: {other_path.name}")
+        lines.extend(_diff(other, body, other_path.name))
+    return "\n".join(lines)
+
+
+def render_body(body: Any) -> list[str]:
+    """A body as ``path: value`` lines; multi-line strings one line each, to diff well."""
+    if isinstance(body, dict) and len(body) == 1 and "json" in body:
+        return list(_flatten(body["json"], ""))
+    if isinstance(body, dict) and len(body) == 1:
+        (value,) = body.values()
+        return str(value).splitlines() if isinstance(value, str) else [repr(value)]
+    return [repr(body)]
+
+
+def _stored_body(info: RequestInfo) -> Any:
+    """The live body as it would be stored: credentials masked, like the file it is compared to."""
+    entry = {"request": {"body": encode_body(info.body, info.content_type)}, "response": {}}
+    return redact_entry(entry, collect_secrets(info.headers, info.query))["request"]["body"]
+
+
+def _flatten(value: Any, path: str) -> Iterator[str]:
+    if isinstance(value, dict):
+        if not value:
+            yield f"{path or '.'}: {{}}"
+        for k in sorted(value):
+            yield from _flatten(value[k], f"{path}.{k}" if path else str(k))
+    elif isinstance(value, list):
+        if not value:
+            yield f"{path or '.'}: []"
+        for i, item in enumerate(value):
+            yield from _flatten(item, f"{path}[{i}]")
+    elif isinstance(value, str) and "\n" in value:
+        first, *rest = value.split("\n")
+        yield f"{path}: {first}"
+        for line in rest:
+            yield f"{' ' * len(path)}| {line}"
+    else:
+        yield f"{path}: {orjson.dumps(value).decode()}"
+
+
+def _endpoint(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}{parts.path}"
+
+
+def _closest(directory: Path, info: RequestInfo, body: Any) -> tuple[Path, Any] | None:
+    endpoint = _endpoint(info.url)
+    needle = endpoint.encode()
+    mine = render_body(body)
+    best: tuple[float, Path, Any] | None = None
+    try:
+        paths = sorted(directory.glob("*.json"))[:_MAX_CANDIDATES]
+    except OSError:
+        return None
+    for path in paths:
+        try:
+            raw = path.read_bytes()
+            if needle not in raw:
+                continue
+            request = orjson.loads(raw)["request"]
+        except (OSError, orjson.JSONDecodeError, KeyError, TypeError):
+            continue
+        if request.get("method") != info.method or _endpoint(str(request.get("url"))) != endpoint:
+            continue
+        theirs = request.get("body") or {}
+        ratio = difflib.SequenceMatcher(None, render_body(theirs), mine).ratio()
+        if best is None or ratio > best[0]:
+            best = (ratio, path, theirs)
+    return None if best is None else (best[1], best[2])
+
+
+def _diff(recorded: Any, live: Any, name: str) -> list[str]:
+    diff = list(
+        difflib.unified_diff(
+            render_body(recorded),
+            render_body(live),
+            f"recorded ({name})",
+            "this request",
+            lineterm="",
+            n=1,
+        )
+    )
+    if len(diff) > _MAX_DIFF_LINES:
+        diff = [*diff[:_MAX_DIFF_LINES], f"... ({len(diff) - _MAX_DIFF_LINES} more diff lines)"]
+    return (
+        ["    " + line for line in diff]
+        if diff
+        else ["    (bodies are identical: the URL or method differs)"]
+    )

@@ -1,0 +1,70 @@
+"""Modes and how the effective one is chosen.
+
+Precedence, strongest first: the suite-wide switch (``GHOSTRUN_MODE`` or
+pytest's ``--ghostrun-record``/``--ghostrun-replay``), the mode written in
+code (``session(mode=...)``, then ``configure(mode=...)``), the CI default
+(``replay`` when ``CI`` is set), and finally ``auto``.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+
+__all__ = ["Mode", "parse_mode", "resolve_mode", "running_on_ci"]
+
+
+class Mode(enum.StrEnum):
+    """What a session does with each provider request."""
+
+    AUTO = "auto"
+    """Replay what is recorded; send and record what is not."""
+
+    RECORD = "record"
+    """Always send for real and (re-)record."""
+
+    REPLAY = "replay"
+    """Never touch the network: replay, or raise ``CacheMiss``."""
+
+    def __str__(self) -> str:
+        return self.value
+
+
+def parse_mode(value: Mode | str, source: str = "mode") -> Mode:
+    """Turn a user's string into a `Mode`, or a ValueError that lists the valid ones."""
+    if isinstance(value, Mode):
+        return value
+    try:
+        return Mode(str(value).strip().lower())
+    except ValueError:
+        valid = ", ".join(repr(m.value) for m in Mode)
+        raise ValueError(f"invalid {source} {value!r}: expected one of {valid}") from None
+
+
+def running_on_ci() -> bool:
+    """True when ``CI`` is set to anything but empty, ``0`` or ``false``."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false")
+
+
+def suite_mode() -> Mode | None:
+    """The suite-wide switch, which beats any mode written in code."""
+    from . import _config
+
+    env = os.environ.get("GHOSTRUN_MODE", "").strip()
+    if env:
+        return parse_mode(env, "GHOSTRUN_MODE")
+    return _config.settings.suite_mode
+
+
+def resolve_mode(code_mode: Mode | str | None = None) -> Mode:
+    """The mode in force for a session whose code asked for ``code_mode``."""
+    from . import _config
+
+    forced = suite_mode()
+    if forced is not None:
+        return forced
+    if code_mode is not None:
+        return parse_mode(code_mode)
+    if _config.settings.mode is not None:
+        return _config.settings.mode
+    return Mode.REPLAY if running_on_ci() else Mode.AUTO
