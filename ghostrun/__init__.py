@@ -9,20 +9,27 @@ from __future__ import annotations
 from ._config import configure
 from ._exceptions import CacheMiss, CassetteError, GhostrunError, JudgeUnavailable, UnsupportedHttpx
 from ._hosts import PROVIDER_HOSTS
+from ._judges import CallableJudge, Judge, OllamaJudge, OpenAICompatibleJudge
 from ._modes import Mode
 from ._session import Session, session
+from ._verdicts import Verdict
 
 __version__ = "0.1.0"
 
 __all__ = [
     "PROVIDER_HOSTS",
     "CacheMiss",
+    "CallableJudge",
     "CassetteError",
     "GhostrunError",
+    "Judge",
     "JudgeUnavailable",
     "Mode",
+    "OllamaJudge",
+    "OpenAICompatibleJudge",
     "Session",
     "UnsupportedHttpx",
+    "Verdict",
     "__version__",
     "configure",
     "session",

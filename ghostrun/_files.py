@@ -52,7 +52,7 @@ def read_json(path: Path) -> Any | None:
     """The parsed file, ``None`` if it does not exist, or a CassetteError naming it."""
     try:
         data = path.read_bytes()
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as exc:
         raise CassetteError(f"cannot read {path}: {exc.strerror or exc}") from exc

@@ -12,7 +12,7 @@ them, so the assertions report them.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -129,7 +129,11 @@ def _openai_custom(custom: Any) -> list[ToolCall]:
 
 
 # Keys that hold calls or containers of calls, in the order they are tried.
-_CONTAINERS: tuple[tuple[tuple[str, ...], Any], ...] = (
+def _nothing(_item: Any) -> list[ToolCall]:
+    return []
+
+
+_CONTAINERS: tuple[tuple[tuple[str, ...], Callable[[Any], list[ToolCall]]], ...] = (
     (("function",), _openai_function),  # OpenAI chat tool call, Ollama tool call
     (("custom",), _openai_custom),  # OpenAI chat custom tool call
     (("function_call", "functionCall"), _any),  # Gemini Part
@@ -139,8 +143,8 @@ _CONTAINERS: tuple[tuple[tuple[str, ...], Any], ...] = (
     (("output",), _from_items),  # Responses API
     (("content",), _any),  # Gemini Candidate
     (("parts",), _from_items),  # Gemini Content without a role
-    (("type",), lambda _kind: []),  # any other typed item: text, reasoning...
-    (("text",), lambda _text: []),  # a Gemini text part
+    (("type",), _nothing),  # any other typed item: text, reasoning, web search...
+    (("text",), _nothing),  # a Gemini text part
 )
 
 
@@ -199,19 +203,21 @@ class ExpectToolCalls:
     def called(self, name: str) -> ExpectToolCalls:
         """At least one call to ``name``."""
         found = self._named(name)
-        return self._check("called", f"called {name!r}", bool(found), f"no call to {name!r}", name)
+        return self._check(
+            "called", f"a call to {name!r}", bool(found), f"no call to {name!r}", name
+        )
 
     def did_not_call(self, name: str) -> ExpectToolCalls:
         """No call to ``name`` at all (malformed or not)."""
         count = len(self._named(name))
         reason = f"{name!r} was called {_times(count)}"
-        return self._check("did_not_call", f"did not call {name!r}", count == 0, reason)
+        return self._check("did_not_call", f"no call to {name!r}", count == 0, reason)
 
     def called_once(self, name: str) -> ExpectToolCalls:
         """Exactly one call to ``name``."""
         count = len(self._named(name))
         reason = f"{name!r} was called {_times(count)}"
-        return self._check("called_once", f"called {name!r} once", count == 1, reason, name)
+        return self._check("called_once", f"exactly one call to {name!r}", count == 1, reason, name)
 
     def call_count(self, name: str | None, n: int) -> ExpectToolCalls:
         """Exactly ``n`` calls to ``name``; ``name=None`` counts every call.
@@ -224,7 +230,7 @@ class ExpectToolCalls:
         what = "tool calls" if name is None else f"calls to {name!r}"
         reason = f"{count} {what}"
         names = () if name is None else (name,)
-        return self._check("call_count", f"{n} {what}", count == n, reason, *names)
+        return self._check("call_count", f"exactly {n} {what}", count == n, reason, *names)
 
     def called_with(
         self, name: str, arguments: Mapping[str, Any] | None = None, /, **subset: Any
@@ -235,12 +241,12 @@ class ExpectToolCalls:
         ``1``). Keys that are not identifiers go in the ``arguments`` dict.
         """
         wanted = {**(arguments or {}), **subset}
-        criterion = f"called {name!r} with {_json(wanted)}"
+        criterion = f"a call to {name!r} with arguments including {_json(wanted)}"
         calls = self._named(name)
         mismatches = [_mismatch(call, wanted) for call in calls]
         passed = any(m is None for m in mismatches)
         reason = _with_reason(name, calls, mismatches)
-        return self._check("called_with", criterion, passed, reason)
+        return self._check("called_with", criterion, passed, reason, name)
 
     def called_in_order(self, *names: str) -> ExpectToolCalls:
         """``names`` were called in this order; other calls may come between."""
@@ -253,8 +259,9 @@ class ExpectToolCalls:
         reason = f"calls were made in the order {order}"
         if not passed:
             reason += f"; nothing matched {names[position]!r} after {list(names[:position])}"
-        return self._check("called_in_order", f"called in order {list(names)}", passed, reason,
-                           *names)
+        return self._check(
+            "called_in_order", f"calls in the order {list(names)}", passed, reason, *names
+        )
 
     # -- internals -------------------------------------------------------------------------
 
@@ -269,15 +276,15 @@ class ExpectToolCalls:
         if passed and broken:
             passed = False
             reason = "malformed arguments: " + "; ".join(f"{c.name}: {c.error}" for c in broken)
-        from ._expect import _check  # late: _expect imports this module
+        from . import _expect  # late: _expect imports this module
 
-        _check(
+        _expect._check(
             kind=kind,
             criterion=criterion,
             text=_render(self._calls),
             passed=passed,
             reason=reason,
-            message=f"expected tool calls: {criterion}\n{reason}\n{_listing(self._calls)}",
+            message=_expect._message(criterion, "found", reason, _listing(self._calls)),
         )
         return self
 

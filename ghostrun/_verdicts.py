@@ -87,6 +87,8 @@ def verdict_key(identity: str, votes: int, text: str, criterion: str) -> str:
 
 def draw_plan(votes: int) -> list[_Draw]:
     """One deterministic draw, or N sampled draws with distinct seeds 1..N."""
+    if isinstance(votes, bool) or not isinstance(votes, int) or votes < 1:
+        raise ValueError(f"a judge's votes must be a positive integer, got {votes!r}")
     if votes == 1:
         return [_Draw(None, 0.0)]
     return [_Draw(seed, VOTE_TEMPERATURE) for seed in range(1, votes + 1)]

@@ -633,7 +633,8 @@ class ProviderSimulator:
         else:
             pieces = [{"text": p} for p in _pieces(turn.text)] or [{"text": ""}]
         if call.params["method"] == "generateContent":
-            return _json(chunk(pieces, last=True))
+            whole = [{"text": turn.text}] if not turn.tool else pieces
+            return _json(chunk(whole, last=True))
         chunks = [chunk([p], last=i == len(pieces) - 1) for i, p in enumerate(pieces)]
         if call.request.query.get("alt") != "sse":  # without alt=sse Gemini streams a JSON array
             return _json(chunks)

@@ -275,9 +275,7 @@ def test_ollama_judge_verdict(
     assert sent.json["messages"] == build_messages("Sorry!", "apologises")
 
 
-def test_ollama_judge_sends_seed_and_temperature(
-    provider: Any, ollama_judge: OllamaJudge
-) -> None:
+def test_ollama_judge_sends_seed_and_temperature(provider: Any, ollama_judge: OllamaJudge) -> None:
     provider.judge_reply = lambda body: verdict_json("PASS", str(body["options"]["seed"]))
     assert ollama_judge.judge("t", "c", seed=7, temperature=0.7).reason == "7"
     assert provider.last_request.json["options"] == {"temperature": 0.7, "seed": 7}
@@ -285,7 +283,9 @@ def test_ollama_judge_sends_seed_and_temperature(
 
 def test_ollama_judge_fallback_parse(provider: Any, ollama_judge: OllamaJudge) -> None:
     provider.judge_reply = lambda body: "FAIL because the reply blames the customer"
-    assert ollama_judge.judge("t", "c") == RawVerdict(False, "because the reply blames the customer")
+    assert ollama_judge.judge("t", "c") == RawVerdict(
+        False, "because the reply blames the customer"
+    )
     provider.judge_reply = lambda body: "**PASS**\nIt apologises."
     assert ollama_judge.judge("t", "c") == RawVerdict(True, "It apologises.")
 

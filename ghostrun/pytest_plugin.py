@@ -1,0 +1,1 @@
+"""The ghostrun pytest plugin (being written)."""

@@ -1,0 +1,101 @@
+"""Bad files and bad directories: clear errors that name the file and the fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import orjson
+import pytest
+from simulator import ProviderSimulator
+
+import ghostrun
+from ghostrun._cassette import decode_body, encode_body, encode_chunks
+
+LOOPBACK = ("127.0.0.1",)
+BODY = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+
+
+def record_one(provider: ProviderSimulator, cassette_dir: Path) -> Path:
+    with ghostrun.session(cassette_dir=cassette_dir, hosts=LOOPBACK):
+        httpx.post(provider.url("/v1/chat/completions"), json=BODY)
+    (path,) = cassette_dir.glob("*.json")
+    return path
+
+
+def replay(provider: ProviderSimulator, cassette_dir: Path) -> None:
+    with ghostrun.session(cassette_dir=cassette_dir, hosts=LOOPBACK, mode="replay"):
+        httpx.post(provider.url("/v1/chat/completions"), json=BODY)
+
+
+def test_truncated_cassette_names_its_file(provider: ProviderSimulator, cassette_dir: Path) -> None:
+    path = record_one(provider, cassette_dir)
+    path.write_bytes(path.read_bytes()[:40])
+    with pytest.raises(ghostrun.CassetteError, match=f"corrupt file {path}"):
+        replay(provider, cassette_dir)
+
+
+def test_unknown_format_version_names_its_file(
+    provider: ProviderSimulator, cassette_dir: Path
+) -> None:
+    path = record_one(provider, cassette_dir)
+    data = orjson.loads(path.read_bytes())
+    data["version"] = 99
+    path.write_bytes(orjson.dumps(data))
+    with pytest.raises(ghostrun.CassetteError, match=f"{path} has format version 99"):
+        replay(provider, cassette_dir)
+
+
+def test_bad_response_entry_names_its_file(provider: ProviderSimulator, cassette_dir: Path) -> None:
+    path = record_one(provider, cassette_dir)
+    data = orjson.loads(path.read_bytes())
+    data["responses"][0]["body"] = {"base64": "not base64!"}
+    path.write_bytes(orjson.dumps(data))
+    with pytest.raises(ghostrun.CassetteError, match=f"corrupt cassette {path}"):
+        replay(provider, cassette_dir)
+
+
+def test_cassette_dir_that_cannot_be_created(provider: ProviderSimulator, tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where the directory should be")
+    with pytest.raises(ghostrun.CassetteError, match="cannot write"):
+        with ghostrun.session(cassette_dir=blocker / "cassettes", hosts=LOOPBACK):
+            httpx.post(provider.url("/v1/chat/completions"), json=BODY)
+
+
+def test_no_temporary_files_are_left_behind(
+    provider: ProviderSimulator, cassette_dir: Path
+) -> None:
+    record_one(provider, cassette_dir)
+    assert [p.name for p in cassette_dir.iterdir() if p.name.startswith(".")] == []
+
+
+@pytest.mark.parametrize(
+    ("data", "content_type", "kind"),
+    [
+        (b'{"a": 1}', "application/json", "json"),
+        (b"plain words", "text/plain", "text"),
+        (b"not json after all", "application/json", "text"),
+        (bytes(range(256)), "audio/mpeg", "base64"),
+        (b"", "application/json", "text"),
+    ],
+)
+def test_body_encodings_round_trip(data: bytes, content_type: str, kind: str) -> None:
+    encoded = encode_body(data, content_type)
+    assert list(encoded) == [kind]
+    decoded = decode_body(orjson.loads(orjson.dumps(encoded)))
+    assert decoded == (orjson.dumps(orjson.loads(data)) if kind == "json" else data)
+
+
+@pytest.mark.parametrize(
+    ("chunks", "content_type", "kind"),
+    [
+        ([b"data: 1\n\n", b"data: 2\n\n"], "text/event-stream; charset=utf-8", "sse"),
+        ([b'{"a":1}\n', b'{"b":2}\n'], "application/x-ndjson", "ndjson"),
+        ([b"\xe2\x82", b"\xac"], "text/event-stream", "chunks_base64"),  # a split euro sign
+    ],
+)
+def test_stream_encodings_round_trip(chunks: list[bytes], content_type: str, kind: str) -> None:
+    encoded = encode_chunks(chunks, content_type)
+    assert list(encoded) == [kind]
+    assert decode_body(orjson.loads(orjson.dumps(encoded))) == chunks
