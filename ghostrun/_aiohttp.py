@@ -75,7 +75,7 @@ def _missing_hook(aiohttp: ModuleType) -> str | None:
     request = aiohttp.ClientSession.__dict__.get("_request")
     if not callable(request):
         return "ClientSession._request"
-    if "middlewares" not in inspect.signature(request).parameters:
+    if not (hasattr(aiohttp, "client_middlewares") and _takes_keyword(request, "middlewares")):
         return "client middlewares (ClientSession._request(middlewares=...))"
     if not callable(getattr(aiohttp.payload.Payload, "as_bytes", None)):
         return "Payload.as_bytes"
@@ -83,6 +83,12 @@ def _missing_hook(aiohttp: ModuleType) -> str | None:
     if not set(_RESPONSE_ARGS) <= set(response_params):
         return "ClientResponse(writer=, continue100=, timer=, request_info=, traces=, ...)"
     return None
+
+
+def _takes_keyword(fn: Callable[..., Any], name: str) -> bool:
+    """True if `fn` accepts ``name=`` (another library's ``**kwargs`` wrapper passes it on)."""
+    params = inspect.signature(fn).parameters.values()
+    return any(p.name == name or p.kind is p.VAR_KEYWORD for p in params)
 
 
 def _wrap_request(original: Callable[..., Any], middleware: Any) -> Any:
@@ -162,7 +168,8 @@ def _kit(aiohttp: ModuleType) -> Any:
         kinds = (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError)
         if not (isinstance(cls, type) and issubclass(cls, kinds)):
             cls = aiohttp.ClientPayloadError
-        return cls(error[1])
+        exc: BaseException = cls(error[1])
+        return exc
 
     class ChunkReader(aiohttp.StreamReader):  # type: ignore[misc, name-defined]
         """A StreamReader that gets its next chunk by calling `pull` instead of waiting."""

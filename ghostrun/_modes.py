@@ -1,7 +1,7 @@
 """Modes and how the effective one is chosen.
 
-Precedence, strongest first: the suite-wide switch (``GHOSTRUN_MODE`` or
-pytest's ``--ghostrun-record``/``--ghostrun-replay``), the mode written in
+Precedence, strongest first: the suite-wide switch (pytest's
+``--ghostrun-record``/``--ghostrun-replay``, then ``GHOSTRUN_MODE``), the mode written in
 code (``session(mode=...)``, then ``configure(mode=...)``), the CI default
 (``replay`` when ``CI`` is set), and finally ``auto``.
 """
@@ -47,13 +47,16 @@ def running_on_ci() -> bool:
 
 
 def suite_mode() -> Mode | None:
-    """The suite-wide switch, which beats any mode written in code."""
+    """The suite-wide switch, which beats any mode written in code.
+
+    A pytest flag, typed on the command line for this run, beats the environment.
+    """
     from . import _config
 
+    if _config.settings.suite_mode is not None:
+        return _config.settings.suite_mode
     env = os.environ.get("GHOSTRUN_MODE", "").strip()
-    if env:
-        return parse_mode(env, "GHOSTRUN_MODE")
-    return _config.settings.suite_mode
+    return parse_mode(env, "GHOSTRUN_MODE") if env else None
 
 
 def resolve_mode(code_mode: Mode | str | None = None) -> Mode:

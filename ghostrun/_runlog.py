@@ -1,16 +1,457 @@
-"""The run log (DESIGN §7): what each test produced and how it was judged."""
+"""The run log (DESIGN §7): what each test produced and how it was judged.
+
+While tests run, every assertion outcome, every session's cassette use and
+misses, every judge verdict used and every test outcome a framework reports
+are collected in memory, per cassette directory. At the end of the run each
+directory gets one readable JSON file, ``<cassette_dir>/runs/_last.json``, and
+``runs/<NAME>.json`` as well when a snapshot name is given
+(``pytest --ghostrun-snapshot NAME`` or ``GHOSTRUN_SNAPSHOT=NAME``). The pytest
+plugin writes at session finish (under pytest-xdist the controller writes one
+complete run from every worker's part); anywhere else (unittest, plain
+scripts) an ``atexit`` hook does. A process that never touched ghostrun
+writes nothing.
+
+The file::
+
+    {
+      "version": 1,
+      "name": "_last" | "<snapshot name>",
+      "run_id": "<unique per run: a snapshot and _last written together share it>",
+      "finished": "2026-01-01T12:00:00Z",
+      "tests": {
+        "<test name (pytest node id, unittest id, or the script's name)>": {
+          "outcome": "passed" | "failed" | "error" | "skipped" | null,
+          "outputs": ["<each distinct text asserted on, in order>"],
+          "assertions": [
+            {"kind": "contains_intent", "criterion": "<what was checked>",
+             "verdict": "PASS" | "FAIL", "reason": "...",
+             "judge": "<judge identity>" | null, "output": <index in outputs>}
+          ],
+          "requests": {"replayed": 0, "recorded": 0, "misses": 0}
+        }
+      },
+      "cassettes_used": ["<cassette key>", ...],
+      "verdicts_used": ["<verdict key>", ...] | null,
+      "misses": [{"test": "<test name>", "message": "<the CacheMiss message>"}]
+    }
+
+``verdicts_used`` is ``null`` when the run graded with a judge but did not
+report which verdict files it read: ``ghostrun check`` then leaves verdicts
+alone rather than calling them all stale.
+"""
 
 from __future__ import annotations
 
+import atexit
+import os
+import re
+import sys
+import threading
+import uuid
+import weakref
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from ._exceptions import CassetteError
+from ._files import dump_json, read_json, write_atomic
 
 if TYPE_CHECKING:
     from ._session import Session
 
+__all__ = [
+    "LAST",
+    "OUTCOMES",
+    "RUN_FORMAT_VERSION",
+    "RunLog",
+    "check_snapshot_name",
+    "load_run",
+    "record_assertion",
+    "runs_dir",
+    "session_closed",
+    "test_outcome",
+    "verdict_used",
+    "write_run",
+]
+
+RUN_FORMAT_VERSION = 1
+LAST = "_last"
+OUTCOMES = ("passed", "failed", "error", "skipped")
+SNAPSHOT_ENV = "GHOSTRUN_SNAPSHOT"
+_SNAPSHOT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def runs_dir(cassette_dir: Path) -> Path:
+    return Path(cassette_dir) / "runs"
+
+
+def check_snapshot_name(name: str) -> str:
+    """A snapshot name usable as a file name, or a ValueError saying what is allowed."""
+    if not _SNAPSHOT_NAME.fullmatch(name) or name.endswith(".json"):
+        raise ValueError(
+            f"invalid snapshot name {name!r}: use letters, digits, '.', '_' and '-', "
+            "starting with a letter or digit (e.g. 'baseline' or 'gpt-4o-2026-01')"
+        )
+    return name
+
+
+class RunLog:
+    """What one run saw, per cassette directory; thread-safe, JSON-ready.
+
+    The state is plain JSON values (sets aside), so a worker process can hand
+    it to the process that writes the run (`export` / `merge`).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._dirs: dict[str, dict[str, Any]] = {}
+        self._outcomes: dict[str, str] = {}
+        self._seen: weakref.WeakKeyDictionary[Session, tuple[int, int, int]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def __bool__(self) -> bool:
+        return bool(self._dirs)
+
+    # -- collecting ----------------------------------------------------------------------
+
+    def assertion(
+        self,
+        where: tuple[str, str | None, Path],
+        *,
+        kind: str,
+        criterion: str,
+        text: str,
+        passed: bool,
+        reason: str,
+        judge: str | None,
+    ) -> None:
+        name, alias, directory = where
+        with self._lock:
+            log = self._dir(directory)
+            test = _test(log, name, alias)
+            outputs: list[str] = test["outputs"]
+            if text not in outputs:
+                outputs.append(text)
+            test["assertions"].append(
+                {
+                    "kind": kind,
+                    "criterion": criterion,
+                    "verdict": "PASS" if passed else "FAIL",
+                    "reason": reason,
+                    "judge": judge,
+                    "output": outputs.index(text),
+                }
+            )
+            log["judged"] = log["judged"] or judge is not None
+
+    def session(self, session: Session, where: tuple[str, str | None, Path]) -> None:
+        """Count what a session did since it was last seen (a session may be re-entered)."""
+        name, alias, directory = where
+        with self._lock:
+            replayed, recorded, missed = self._seen.get(session, (0, 0, 0))
+            self._seen[session] = (session.replayed, session.recorded, len(session.misses))
+            log = self._dir(directory)
+            test = _test(log, name, alias)
+            counts = test["requests"]
+            counts["replayed"] += session.replayed - replayed
+            counts["recorded"] += session.recorded - recorded
+            counts["misses"] += len(session.misses) - missed
+            log["cassettes_used"].update(session.used_keys)
+            for miss in session.misses[missed:]:
+                log["misses"].append({"test": name, "message": str(miss)})
+
+    def verdict(self, key: str, directory: Path) -> None:
+        with self._lock:
+            self._dir(directory)["verdicts_used"].add(key)
+
+    def outcome(self, name: str, outcome: str) -> None:
+        if outcome not in OUTCOMES:
+            raise ValueError(f"invalid test outcome {outcome!r}: expected one of {OUTCOMES}")
+        with self._lock:
+            self._outcomes[name] = outcome
+
+    def _dir(self, directory: Path) -> dict[str, Any]:
+        key = str(Path(directory).absolute())
+        log = self._dirs.get(key)
+        if log is None:
+            log = self._dirs[key] = {
+                "tests": {},
+                "cassettes_used": set(),
+                "verdicts_used": set(),
+                "judged": False,
+                "misses": [],
+            }
+        return log
+
+    # -- handing over and writing -------------------------------------------------------
+
+    def export(self) -> str:
+        """The whole state as a JSON string (what an xdist worker sends)."""
+        with self._lock:
+            dirs = {
+                path: {
+                    **log,
+                    "cassettes_used": sorted(log["cassettes_used"]),
+                    "verdicts_used": sorted(log["verdicts_used"]),
+                }
+                for path, log in self._dirs.items()
+            }
+            return orjson.dumps({"dirs": dirs, "outcomes": self._outcomes}).decode()
+
+    def merge(self, exported: str) -> None:
+        """Add another process's `export` to this run."""
+        state = orjson.loads(exported)
+        with self._lock:
+            self._outcomes.update(state["outcomes"])
+            for path, part in state["dirs"].items():
+                log = self._dir(Path(path))
+                for name, theirs in part["tests"].items():
+                    ours = _test(log, name, None)
+                    _merge_test(ours, theirs)
+                log["cassettes_used"].update(part["cassettes_used"])
+                log["verdicts_used"].update(part["verdicts_used"])
+                log["judged"] = log["judged"] or part["judged"]
+                log["misses"].extend(part["misses"])
+
+    def documents(self, name: str = LAST) -> dict[Path, dict[str, Any]]:
+        """The run file of each cassette directory, as written under ``runs/``."""
+        finished = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        run_id = uuid.uuid4().hex
+        with self._lock:
+            return {
+                Path(path): self._document(log, name, run_id, finished)
+                for path, log in self._dirs.items()
+            }
+
+    def _document(
+        self, log: dict[str, Any], name: str, run_id: str, finished: str
+    ) -> dict[str, Any]:
+        tests = {}
+        for test_name, test in log["tests"].items():
+            outcome = self._outcomes.get(test_name)
+            for alias in test["aliases"]:
+                outcome = outcome or self._outcomes.get(alias)
+            tests[test_name] = {
+                "outcome": outcome,
+                "outputs": test["outputs"],
+                "assertions": test["assertions"],
+                "requests": test["requests"],
+            }
+        untracked = log["judged"] and not log["verdicts_used"]
+        return {
+            "version": RUN_FORMAT_VERSION,
+            "name": name,
+            "run_id": run_id,
+            "finished": finished,
+            "tests": tests,
+            "cassettes_used": sorted(log["cassettes_used"]),
+            "verdicts_used": None if untracked else sorted(log["verdicts_used"]),
+            "misses": log["misses"],
+        }
+
+    def write(self, snapshot: str | None = None) -> tuple[list[Path], list[CassetteError]]:
+        """Write ``runs/_last.json`` (and the snapshot) in every directory.
+
+        Returns the paths written and the errors of directories that could not
+        be written (one unwritable directory does not cost the others their log).
+        """
+        written, errors = [], []
+        names = [LAST] if snapshot is None else [LAST, snapshot]
+        for directory, document in self.documents().items():
+            for name in names:
+                path = runs_dir(directory) / f"{name}.json"
+                try:
+                    write_atomic(path, dump_json({**document, "name": name}))
+                except CassetteError as exc:
+                    errors.append(exc)
+                    break
+                written.append(path)
+        return written, errors
+
+    def clear(self) -> None:
+        with self._lock:
+            self._dirs.clear()
+            self._outcomes.clear()
+
+
+def _test(log: dict[str, Any], name: str, alias: str | None) -> dict[str, Any]:
+    test = log["tests"].get(name)
+    if test is None:
+        test = log["tests"][name] = {
+            "outputs": [],
+            "assertions": [],
+            "requests": {"replayed": 0, "recorded": 0, "misses": 0},
+            "aliases": [],
+        }
+    if alias and alias != name and alias not in test["aliases"]:
+        test["aliases"].append(alias)
+    return test
+
+
+def _merge_test(ours: dict[str, Any], theirs: dict[str, Any]) -> None:
+    offset: dict[int, int] = {}
+    for index, text in enumerate(theirs["outputs"]):
+        if text not in ours["outputs"]:
+            ours["outputs"].append(text)
+        offset[index] = ours["outputs"].index(text)
+    for assertion in theirs["assertions"]:
+        ours["assertions"].append({**assertion, "output": offset[assertion["output"]]})
+    for field, count in theirs["requests"].items():
+        ours["requests"][field] = ours["requests"].get(field, 0) + count
+    for alias in theirs["aliases"]:
+        if alias not in ours["aliases"]:
+            ours["aliases"].append(alias)
+
+
+# -- the process's run: what the rest of ghostrun calls ------------------------------------
+
+_log = RunLog()
+_autoflush = True
+_atexit_registered = False
+
 
 def session_closed(session: Session) -> None:
     """Called when a session's outermost block ends."""
+    _log.session(session, _where_session(session))
+    _arm_atexit()
 
 
-def record_assertion(**fields: Any) -> None:
+def record_assertion(
+    *,
+    kind: str,
+    criterion: str,
+    text: str,
+    passed: bool,
+    reason: str,
+    judge: str | None = None,
+) -> None:
     """Called for every assertion outcome, passed or failed."""
+    from ._session import current_session
+
+    found = current_session()
+    where = _where_session(found) if found is not None else _where_default()
+    _log.assertion(
+        where,
+        kind=kind,
+        criterion=criterion,
+        text=text,
+        passed=passed,
+        reason=reason,
+        judge=judge,
+    )
+    _arm_atexit()
+
+
+def test_outcome(name: str, outcome: str) -> None:
+    """A framework reports how a test ended: passed, failed, error or skipped."""
+    _log.outcome(name, outcome)
+
+
+test_outcome.__test__ = False  # type: ignore[attr-defined]  # not a test, despite its name
+
+
+def verdict_used(key: str, cassette_dir: Path) -> None:
+    """The judge cache read or wrote the verdict ``key`` (for ``ghostrun check``)."""
+    _log.verdict(key, cassette_dir)
+
+
+def write_run(snapshot: str | None = None) -> tuple[list[Path], list[CassetteError]]:
+    """Write the run collected so far, then forget it: the paths written and the errors.
+
+    ``snapshot`` defaults to ``GHOSTRUN_SNAPSHOT``; an invalid name is a ValueError.
+    """
+    if snapshot is None:
+        snapshot = snapshot_from_env()
+    if not _log:
+        return [], []
+    try:
+        return _log.write(snapshot)
+    finally:
+        _log.clear()
+
+
+def snapshot_from_env() -> str | None:
+    value = os.environ.get(SNAPSHOT_ENV, "").strip()
+    return check_snapshot_name(value) if value else None
+
+
+def load_run(path: Path) -> dict[str, Any]:
+    """A run file, checked: a CassetteError names the file when it is not one."""
+    data = read_json(path)
+    if data is None:
+        raise CassetteError(f"no run log at {path}")
+    if not isinstance(data, dict) or not isinstance(data.get("tests"), dict):
+        raise CassetteError(f"corrupt run log {path}: not a ghostrun run (no \"tests\")")
+    if data.get("version") != RUN_FORMAT_VERSION:
+        raise CassetteError(
+            f"run log {path} has format version {data.get('version')!r}, but this ghostrun "
+            f"reads version {RUN_FORMAT_VERSION}: upgrade ghostrun, or run the tests again"
+        )
+    return data
+
+
+def _where_session(session: Session) -> tuple[str, str | None, Path]:
+    test_id = _current_test_id()
+    return session.name or test_id or _script_name(), test_id, session.cassette_dir
+
+
+def _where_default() -> tuple[str, str | None, Path]:
+    from ._config import settings
+
+    test_id = _current_test_id()
+    return test_id or _script_name(), test_id, settings.resolve_cassette_dir()
+
+
+def _current_test_id() -> str | None:
+    current = os.environ.get("PYTEST_CURRENT_TEST")
+    return current.rsplit(" (", 1)[0] if current else None
+
+
+def _script_name() -> str:
+    return os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "__main__"
+
+
+# -- who writes: the pytest plugin, or the end of the process ------------------------------
+
+
+def set_autoflush(enabled: bool) -> bool:
+    """Whether the run is written at interpreter exit; returns the previous setting.
+
+    The pytest plugin turns it off: it writes at session finish (or, on an
+    xdist worker, hands the run to the controller instead).
+    """
+    global _autoflush
+    previous, _autoflush = _autoflush, enabled
+    return previous
+
+
+def swap(log: RunLog) -> RunLog:
+    """Collect into ``log`` from now on; returns the log collected so far."""
+    global _log
+    previous, _log = _log, log
+    return previous
+
+
+def current() -> RunLog:
+    return _log
+
+
+def _arm_atexit() -> None:
+    global _atexit_registered
+    if _autoflush and not _atexit_registered:
+        _atexit_registered = True
+        atexit.register(_flush_at_exit)
+
+
+def _flush_at_exit() -> None:
+    if not _autoflush:
+        return
+    try:
+        _, errors = write_run()
+    except ValueError as exc:  # a bad GHOSTRUN_SNAPSHOT: say so, without a traceback at exit
+        errors = [exc]
+    for error in errors:
+        print(f"ghostrun: could not write the run log: {error}", file=sys.stderr)

@@ -1,1 +1,247 @@
-"""The ghostrun pytest plugin (being written)."""
+"""The ghostrun pytest plugin, loaded through the ``pytest11`` entry point.
+
+``import ghostrun`` never imports this module. What it adds:
+
+- ``--ghostrun-record`` / ``--ghostrun-replay``: the suite-wide mode. It beats
+  every mode written in code and ``GHOSTRUN_MODE`` too (a flag typed on the
+  command line is the most explicit choice), and is exported as
+  ``GHOSTRUN_MODE`` for the subprocesses the tests start.
+- ``--ghostrun-cassette-dir DIR``: the default cassette directory
+  (``configure(cassette_dir=...)``; a session's own ``cassette_dir=`` still wins).
+- ``--ghostrun-snapshot NAME``: also save the run log as ``runs/NAME.json``.
+- ``@pytest.mark.ghostrun(**session_kwargs)``: the test, its fixtures included,
+  runs inside a session named by its node id. Markers on the module, the class
+  and the function merge, the closest winning. Sync and async tests alike
+  (pytest-asyncio, anyio): the session is opened around the test in the main
+  thread, and an async task with no session of its own falls back to it.
+- the ``ghostrun_session`` fixture: the test's session (the marker's, or else
+  a fresh one with default arguments, open for the test's duration).
+- the run log: each test's outcome, written at session finish to
+  ``<cassette_dir>/runs/_last.json``; under pytest-xdist every worker hands its
+  part to the controller, which writes one complete run.
+
+It is inert for tests that use none of this.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Generator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from . import _runlog
+from ._config import settings
+from ._modes import Mode
+from ._session import Session
+
+__all__ = ["ghostrun_session"]
+
+_SESSION = pytest.StashKey[Session]()
+_EXCEPTION = pytest.StashKey[BaseException]()
+_WORKER_OUTPUT = "ghostrun_runlog"
+_MARKER_HELP = (
+    "ghostrun(**session_kwargs): run the test inside a ghostrun session named by its node id; "
+    "the keyword arguments are ghostrun.session()'s (mode, cassette_dir, hosts, ignore_fields, "
+    "redact)."
+)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("ghostrun", "ghostrun: record and replay LLM provider calls")
+    group.addoption(
+        "--ghostrun-record",
+        action="store_true",
+        default=False,
+        help="send every provider request for real and re-record it (beats GHOSTRUN_MODE "
+        "and modes written in code).",
+    )
+    group.addoption(
+        "--ghostrun-replay",
+        action="store_true",
+        default=False,
+        help="never touch the network: replay cassettes, a missing one fails the test "
+        "(beats GHOSTRUN_MODE and modes written in code).",
+    )
+    group.addoption(
+        "--ghostrun-cassette-dir",
+        metavar="DIR",
+        default=None,
+        help="default cassette directory (default: GHOSTRUN_CASSETTE_DIR or .ghostrun_cache).",
+    )
+    group.addoption(
+        "--ghostrun-snapshot",
+        metavar="NAME",
+        default=None,
+        help="also save this run's log as <cassette_dir>/runs/NAME.json, for `ghostrun diff` "
+        "(default: GHOSTRUN_SNAPSHOT).",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", _MARKER_HELP)
+    config.pluginmanager.register(_Ghostrun(config), "ghostrun-run")
+
+
+class _Ghostrun:
+    """The run's state: the suite-wide settings it changed, and the run log it writes."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        record = config.getoption("ghostrun_record")
+        replay = config.getoption("ghostrun_replay")
+        if record and replay:
+            raise pytest.UsageError(
+                "--ghostrun-record and --ghostrun-replay are mutually exclusive: "
+                "pass one of them (or neither, for the default mode)"
+            )
+        snapshot = config.getoption("ghostrun_snapshot")
+        try:
+            self.snapshot = (
+                _runlog.check_snapshot_name(snapshot) if snapshot else _runlog.snapshot_from_env()
+            )
+        except ValueError as exc:
+            raise pytest.UsageError(f"--ghostrun-snapshot: {exc}") from None
+        self.config = config
+        self.worker = hasattr(config, "workerinput")
+        self.written: list[Path] = []
+        self.outcomes: dict[str, str] = {}
+        self.errors: list[Exception] = []
+        self._restore_settings = (settings.suite_mode, settings.cassette_dir)
+        self._restore_env = os.environ.get("GHOSTRUN_MODE")
+        self._restore_log = _runlog.swap(_runlog.RunLog())
+        self._restore_autoflush = _runlog.set_autoflush(False)
+        mode = Mode.RECORD if record else Mode.REPLAY if replay else None
+        if mode is not None:
+            settings.suite_mode = mode
+            os.environ["GHOSTRUN_MODE"] = mode.value  # for the subprocesses tests start
+        cassette_dir = config.getoption("ghostrun_cassette_dir")
+        if cassette_dir:
+            settings.cassette_dir = Path(cassette_dir)
+        if config.pluginmanager.hasplugin("xdist") and not self.worker:
+            config.pluginmanager.register(_XdistController(), "ghostrun-xdist")
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        settings.suite_mode, settings.cassette_dir = self._restore_settings
+        if self._restore_env is None:
+            os.environ.pop("GHOSTRUN_MODE", None)
+        else:
+            os.environ["GHOSTRUN_MODE"] = self._restore_env
+        _runlog.swap(self._restore_log)
+        _runlog.set_autoflush(self._restore_autoflush)
+
+    # -- the marker's session, open from the first fixture to the last teardown --------
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> Generator[None, None, None]:
+        markers = list(item.iter_markers("ghostrun"))
+        if markers:
+            session = Session(**_session_kwargs(item, markers))
+            session.__enter__()
+            item.stash[_SESSION] = session
+        return (yield)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        if call.excinfo is not None and call.when in ("setup", "call"):
+            item.stash[_EXCEPTION] = call.excinfo.value
+        return report
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_teardown(self, item: pytest.Item) -> Generator[None, None, None]:
+        try:
+            return (yield)
+        finally:
+            session = item.stash.get(_SESSION, None)
+            if session is not None:
+                del item.stash[_SESSION]
+                _close(session, item)
+
+    # -- outcomes and the run log ------------------------------------------------------
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        outcome = _outcome(report)
+        if outcome is None:
+            return
+        if report.when == "teardown" and self.outcomes.get(report.nodeid) not in (None, "passed"):
+            return  # a failed test that also failed to clean up stays "failed"
+        self.outcomes[report.nodeid] = outcome
+        _runlog.test_outcome(report.nodeid, outcome)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.worker:
+            workeroutput: dict[str, Any] = self.config.workeroutput  # type: ignore[attr-defined]
+            workeroutput[_WORKER_OUTPUT] = _runlog.current().export()
+            _runlog.current().clear()
+            return
+        written, errors = _runlog.write_run(self.snapshot)
+        self.written.extend(written)
+        self.errors.extend(errors)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        for error in self.errors:
+            terminalreporter.write_line(f"ghostrun: could not write the run log: {error}")
+        if not self.written or self.worker:
+            return
+        dirs = sorted({str(path.parent.parent) for path in self.written})
+        where = dirs[0] if len(dirs) == 1 else f"{len(dirs)} cassette directories"
+        snapshot = f" and runs/{self.snapshot}.json" if self.snapshot else ""
+        terminalreporter.write_line(f"ghostrun: run log runs/_last.json{snapshot} in {where}")
+
+
+class _XdistController:
+    """On the xdist controller: gather each worker's part of the run log."""
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        exported = getattr(node, "workeroutput", {}).get(_WORKER_OUTPUT)
+        if exported:
+            _runlog.current().merge(exported)
+
+
+@pytest.fixture
+def ghostrun_session(request: pytest.FixtureRequest) -> Iterator[Session]:
+    """The test's ghostrun session: the marker's, or a fresh one open for the test."""
+    marked = request.node.stash.get(_SESSION, None)
+    if marked is not None:
+        yield marked
+        return
+    session = Session(name=request.node.nodeid)
+    session.__enter__()
+    try:
+        yield session
+    finally:
+        _close(session, request.node)
+
+
+def _close(session: Session, item: pytest.Item) -> None:
+    """Leave ``session`` with the test's exception, so a miss it raised is not raised twice."""
+    exc = item.stash.get(_EXCEPTION, None)
+    session.__exit__(type(exc) if exc is not None else None, exc, None)
+
+
+def _session_kwargs(item: pytest.Item, markers: list[pytest.Mark]) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {"name": item.nodeid}
+    for marker in reversed(markers):  # farthest first, so the closest wins
+        if marker.args:
+            raise TypeError(
+                f"@pytest.mark.ghostrun takes keyword arguments only (those of "
+                f"ghostrun.session()), got positional {marker.args!r}"
+            )
+        kwargs.update(marker.kwargs)
+    return kwargs
+
+
+def _outcome(report: pytest.TestReport) -> str | None:
+    if report.when == "call":
+        return str(report.outcome)
+    if report.failed:
+        return "error"  # a fixture failed (setup) or cleaned up badly (teardown)
+    if report.skipped and report.when == "setup":
+        return "skipped"
+    return None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
-import time
+import threading
 import unittest
 from collections.abc import Callable
 from pathlib import Path
@@ -255,12 +255,24 @@ def test_votes_tie_fails(provider: Any) -> None:
     assert "tie" in verdict.reason
 
 
+def all_at_once(n: int, reply: Callable[[dict[str, Any]], str]) -> Callable[[dict[str, Any]], str]:
+    """A judge reply that only comes once ``n`` draws are in flight together.
+
+    Draws made one after another would break the barrier: counted, not timed.
+    """
+    barrier = threading.Barrier(n, timeout=5)
+
+    def answer(body: dict[str, Any]) -> str:
+        barrier.wait()
+        return reply(body)
+
+    return answer
+
+
 def test_votes_run_concurrently(provider: Any) -> None:
-    provider.judge_reply = by_seed({1, 2, 3, 4})
-    provider.delay = 0.4
-    started = time.perf_counter()
-    grade("Sorry!", "apologises", OllamaJudge(host=provider.base_url, votes=4))
-    assert time.perf_counter() - started < 1.2  # one after another would take 1.6 s
+    provider.judge_reply = all_at_once(4, by_seed({1, 2, 3, 4}))
+    verdict = grade("Sorry!", "apologises", OllamaJudge(host=provider.base_url, votes=4))
+    assert verdict.passed and verdict.votes == 4
 
 
 def test_one_failing_vote_makes_the_grade_unavailable(provider: Any) -> None:
@@ -280,12 +292,9 @@ async def test_agrade(anyio_backend: str, provider: Any, judge: OllamaJudge) -> 
 
 @pytest.mark.anyio
 async def test_agrade_votes(anyio_backend: str, provider: Any) -> None:
-    provider.judge_reply = by_seed({3})
-    provider.delay = 0.3
+    provider.judge_reply = all_at_once(3, by_seed({3}))
     judge = OllamaJudge(host=provider.base_url, votes=3)
-    started = time.perf_counter()
     verdict = await agrade("Sorry!", "apologises", judge)
-    assert time.perf_counter() - started < 0.85  # concurrent, not 0.9 s
     assert (verdict.passed, verdict.flip_rate, verdict.reason) == (
         False,
         pytest.approx(1 / 3),
@@ -492,12 +501,17 @@ async def test_judge_traffic_is_never_recorded_async(
 # --- speed ------------------------------------------------------------------------------------
 
 
-def test_cached_lookup_is_fast(provider: Any, judge: OllamaJudge) -> None:
+def test_cached_lookup_reads_one_file_and_calls_nobody(
+    provider: Any, judge: OllamaJudge, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hit path is one file read: counted, not timed (benchmarks/ times it)."""
+    import ghostrun._verdicts as verdicts
+
     grade("Sorry for the delay. " * 50, "apologises", judge)
     provider.stop()
-    runs = 200
-    started = time.perf_counter()
-    for _ in range(runs):
-        grade("Sorry for the delay. " * 50, "apologises", judge)
-    per_call = (time.perf_counter() - started) / runs
-    assert per_call < 0.002, f"{per_call * 1000:.2f} ms per cached verdict"
+    reads: list[Path] = []
+    real_read = verdicts.read_json
+    monkeypatch.setattr(verdicts, "read_json", lambda path: reads.append(path) or real_read(path))
+    for _ in range(3):
+        assert grade("Sorry for the delay. " * 50, "apologises", judge).cached
+    assert len(reads) == 3 and len(set(reads)) == 1
