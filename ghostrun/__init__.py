@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from ._config import configure
 from ._exceptions import CacheMiss, CassetteError, GhostrunError, JudgeUnavailable, UnsupportedHttpx
+from ._expect import ExpectationFailed, expect, expect_tool_calls
 from ._hosts import PROVIDER_HOSTS
 from ._judges import CallableJudge, Judge, OllamaJudge, OpenAICompatibleJudge
 from ._modes import Mode
 from ._session import Session, session
+from ._unittest import TestCaseMixin
 from ._verdicts import Verdict
 
 __version__ = "0.1.0"
@@ -21,6 +23,7 @@ __all__ = [
     "CacheMiss",
     "CallableJudge",
     "CassetteError",
+    "ExpectationFailed",
     "GhostrunError",
     "Judge",
     "JudgeUnavailable",
@@ -28,9 +31,12 @@ __all__ = [
     "OllamaJudge",
     "OpenAICompatibleJudge",
     "Session",
+    "TestCaseMixin",
     "UnsupportedHttpx",
     "Verdict",
     "__version__",
     "configure",
+    "expect",
+    "expect_tool_calls",
     "session",
 ]

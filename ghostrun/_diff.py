@@ -185,16 +185,22 @@ def render(diff: RunDiff, fmt: str = "text") -> str:
 
 
 def summary(diff: RunDiff) -> str:
+    """``1 regression, 0 fixes, 4 stable, ...; 1 output drifted``."""
+    *counts, drift = _summary_parts(diff)
+    return ", ".join(counts) + "; " + drift
+
+
+def _summary_parts(diff: RunDiff) -> list[str]:
     counts = diff.counts()
-    words = [
+    return [
         _plural(counts["regression"], "regression"),
         _plural(counts["fix"], "fix", "fixes"),
         f"{counts['stable']} stable",
         f"{counts['added']} added",
         f"{counts['removed']} removed",
         f"{counts['not-run']} not run",
+        _plural(len(diff.drift), "output drifted", "outputs drifted"),
     ]
-    return ", ".join(words) + "; " + _plural(len(diff.drift), "output drifted", "outputs drifted")
 
 
 _LISTED = ("regression", "fix", "not-run", "added", "removed")
@@ -211,8 +217,7 @@ def render_text(diff: RunDiff) -> str:
         lines.append(f"OUTCOME     {outcome.test}: {outcome.base} -> {outcome.candidate}")
     for drift in diff.drift:
         lines.append(
-            f"DRIFT       {drift.test} (output {drift.output + 1}, "
-            f"similarity {drift.ratio:.0%})"
+            f"DRIFT       {drift.test} (output {drift.output + 1}, similarity {drift.ratio:.0%})"
         )
         lines.extend("    " + line for line in _capped(drift.diff))
     if len(lines) > 2:
@@ -222,12 +227,11 @@ def render_text(diff: RunDiff) -> str:
 
 
 def render_markdown(diff: RunDiff) -> str:
-    counts = diff.counts()
-    head = "**" + _plural(counts["regression"], "regression") + "**"
+    regressions, *rest = _summary_parts(diff)
     lines = [
         f"### ghostrun diff: `{diff.base}` → `{diff.candidate}`",
         "",
-        head + " · " + summary(diff).split(", ", 1)[1],
+        " · ".join([f"**{regressions}**", *rest]),
         "",
     ]
     listed = [change for status in _LISTED for change in diff.of(status)]
@@ -238,12 +242,11 @@ def render_markdown(diff: RunDiff) -> str:
         ]
         for change in listed:
             status = f"**{change.status}**" if change.status == "regression" else change.status
-            now = change.candidate or change.base or {}
             lines.append(
                 f"| {status} | {_cell(change.test, code=True)} "
                 f"| {_cell(change.kind + ': ' + _one_line(change.criterion))} "
                 f"| {_verdict_of(change.base)} | {_verdict_of(change.candidate)} "
-                f"| {_cell(_one_line(str(now.get('reason', ''))))} |"
+                f"| {_cell(_explained(change.candidate))} |"
             )
         lines.append("")
     for outcome in diff.outcomes:
@@ -281,10 +284,18 @@ def render_json(diff: RunDiff) -> str:
 
 def _verdicts(change: AssertionChange) -> str:
     before, after = _verdict_of(change.base), _verdict_of(change.candidate)
-    now = change.candidate or change.base or {}
-    judge = f"judge {now['judge']}: " if now.get("judge") else ""
-    reason = _one_line(str(now.get("reason", "")))
-    return f"{before} -> {after}  {judge}{reason}".rstrip()
+    if change.status == "not-run":
+        return f"{before} -> not run: the test stopped before this assertion"
+    if change.candidate is None:
+        return f"{before} -> -"
+    return f"{before} -> {after}  {_explained(change.candidate)}".rstrip()
+
+
+def _explained(record: dict[str, Any] | None) -> str:
+    if record is None:
+        return ""
+    judge = f"judge {record['judge']}: " if record.get("judge") else ""
+    return judge + _one_line(str(record.get("reason", "")))
 
 
 def _verdict_of(record: dict[str, Any] | None) -> str:

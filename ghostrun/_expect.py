@@ -16,7 +16,7 @@ import importlib
 import json
 import re
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -130,11 +130,11 @@ class Expectation:
         """``re.search(pattern, text)`` finds a match (anchor it for a full match)."""
         compiled = re.compile(pattern, flags) if isinstance(pattern, str) else pattern
         match = compiled.search(self._text)
-        criterion = f"matches the regex {compiled.pattern!r}"
+        criterion = f"matches the regex /{compiled.pattern}/"
         reason = f"matched {match.group(0)!r}" if match else "no match anywhere in the text"
         return self._plain("matches_regex", criterion, match is not None, reason)
 
-    def is_valid_json(self, schema: dict[str, Any] | bool | None = None) -> Expectation:
+    def is_valid_json(self, schema: Mapping[str, Any] | bool | None = None) -> Expectation:
         """The whole text is strict JSON and, if ``schema`` is given, valid against it.
 
         The schema is a JSON Schema subset (type, required, properties, enum,
@@ -158,7 +158,7 @@ class Expectation:
         n = len(self._text)
         low = min_chars is None or n >= min_chars
         high = max_chars is None or n <= max_chars
-        criterion = f"has between {min_chars} and {max_chars} characters"
+        criterion = f"has {_bounds(min_chars, max_chars)} characters"
         return self._plain("length_between", criterion, low and high, f"it has {n} characters")
 
     # -- judge-backed ----------------------------------------------------------------------
@@ -402,8 +402,10 @@ def _shorten(text: str, limit: int) -> str:
 
 
 def _find(text: str, substring: str, case_sensitive: bool) -> int:
-    if not isinstance(substring, str) or not substring:
-        raise ValueError(f"expected a non-empty string to look for, got {substring!r}")
+    if not isinstance(substring, str):
+        raise TypeError(f"expected a string to look for, got {type(substring).__name__}")
+    if not substring:
+        raise ValueError("expected a non-empty string to look for, got ''")
     if case_sensitive:
         return text.find(substring)
     match = re.search(re.escape(substring), text, re.IGNORECASE)  # keeps text's indices
@@ -416,6 +418,12 @@ def _around(text: str, at: int, length: int) -> str:
     head = "..." if start else ""
     tail = "..." if end < len(text) else ""
     return f"{head}{text[start:end]}{tail}".replace("\n", " ")
+
+
+def _bounds(low: int | None, high: int | None) -> str:
+    if low is None:
+        return "no limit on" if high is None else f"at most {high}"
+    return f"at least {low}" if high is None else f"between {low} and {high}"
 
 
 def _strict_json(text: str) -> Any:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["extract_text", "field", "is_record"]
+__all__ = ["extract_text", "field", "is_record", "type_name"]
 
 # Stream event types whose text lives in a ``delta`` (OpenAI Responses, Anthropic).
 _RESPONSES_TEXT_DELTA = "response.output_text.delta"

@@ -3,9 +3,9 @@
 The key is the sha256 of the method, the canonical URL and the canonical
 body. Canonical means independent of what does not change the answer: key
 order and white space in JSON, the random multipart boundary, fields the user
-chose to ignore, and credentials (headers are never part of the key, and
-credential query parameters are dropped), so a cassette recorded with one API
-key replays with another, or none.
+chose to ignore, and credentials (headers are never part of the key;
+credential query parameters, form fields and JSON body fields are dropped),
+so a cassette recorded with one API key replays with another, or none.
 """
 
 from __future__ import annotations
@@ -18,27 +18,63 @@ from urllib.parse import parse_qsl, urlencode
 import orjson
 
 __all__ = [
+    "CREDENTIAL_FIELDS",
     "CREDENTIAL_QUERY_PARAMS",
     "canonical_body",
     "canonical_url",
+    "is_credential_field",
+    "is_credential_param",
     "match_key",
     "split_field_paths",
 ]
 
-CREDENTIAL_QUERY_PARAMS = frozenset(
+# Names compared lower-cased without ``-`` and ``_`` (``api_key``, ``apiKey``,
+# ``x-api-key`` all read ``apikey``). An explicit list, never a substring rule:
+# ``max_tokens`` and ``total_tokens`` are not credentials.
+CREDENTIAL_FIELDS = frozenset(
+    {
+        "apikey",
+        "xapikey",
+        "apitoken",
+        "password",
+        "passwd",
+        "secret",
+        "clientsecret",
+        "secretkey",
+        "secretaccesskey",
+        "awssecretaccesskey",
+        "privatekey",
+        "accesstoken",
+        "refreshtoken",
+        "idtoken",
+        "authtoken",
+        "bearertoken",
+        "sessiontoken",
+        "awssessiontoken",
+        "securitytoken",
+        "token",
+        "authorization",
+    }
+)
+# Query and form parameters: the fields above, plus names that are too generic
+# for a JSON field but mean a credential in a URL (Gemini's ``key=``, SigV4 and
+# SAS signatures).
+CREDENTIAL_QUERY_PARAMS = CREDENTIAL_FIELDS | frozenset(
     {
         "key",
-        "api_key",
-        "apikey",
-        "api-key",
-        "access_token",
-        "token",
         "auth",
         "sig",
         "signature",
-        "x-amz-signature",
-        "x-amz-credential",
-        "x-amz-security-token",
+        "subscriptionkey",
+        "ocpapimsubscriptionkey",
+        "xamzsignature",
+        "xamzcredential",
+        "xamzsecuritytoken",
+        "xgoogsignature",
+        "xgoogcredential",
+        "awsaccesskeyid",
+        "oauthtoken",
+        "oauthsignature",
     }
 )
 _DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
@@ -46,7 +82,17 @@ _SORTED_COMPACT = orjson.OPT_SORT_KEYS
 
 
 def is_credential_param(name: str) -> bool:
-    return name.lower() in CREDENTIAL_QUERY_PARAMS
+    """A query or form parameter that carries a credential (dropped from the key)."""
+    return _squash(name) in CREDENTIAL_QUERY_PARAMS
+
+
+def is_credential_field(name: str) -> bool:
+    """A JSON body field that carries a credential (dropped from the key)."""
+    return _squash(name) in CREDENTIAL_FIELDS
+
+
+def _squash(name: str) -> str:
+    return name.lower().replace("-", "").replace("_", "")
 
 
 def canonical_url(scheme: str, host: str, port: int | None, path: str, query: str) -> str:
@@ -82,6 +128,7 @@ def canonical_body(body: bytes, content_type: str, ignore: Sequence[tuple[str, .
             value = orjson.loads(body)
         except orjson.JSONDecodeError:
             return body
+        value = _without_credentials(value)
         for path in ignore:
             _remove(value, path)
         return orjson.dumps(value, option=_SORTED_COMPACT)
@@ -100,6 +147,14 @@ def match_key(method: str, url: str, body: bytes) -> str:
     digest.update(b"\n")
     digest.update(body)
     return digest.hexdigest()[:32]
+
+
+def _without_credentials(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_credentials(v) for k, v in value.items() if not is_credential_field(k)}
+    if isinstance(value, list):
+        return [_without_credentials(v) for v in value]
+    return value
 
 
 def _remove(value: Any, path: tuple[str, ...]) -> None:

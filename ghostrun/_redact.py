@@ -6,34 +6,46 @@ Four layers, applied to every entry before it is written:
 1. Headers by safe-list: request headers are dropped unless known harmless;
    response headers likewise (``set-cookie`` and account identifiers go).
 2. Exact values: every credential the request carried (auth headers, cookies,
-   credential query parameters) is masked wherever it appears in the entry,
-   in plain, URL-encoded and JSON-escaped form.
-3. Shapes: known secret formats (``sk-…``, ``AIza…``, ``AKIA…``, JWTs,
-   ``Bearer …``) are masked in the stored request.
-4. Body keys by explicit list: ``api_key``, ``password``… are masked in the
-   request body; ``max_tokens`` is not (no substring rules).
+   credential query parameters, credential fields of the body) is masked
+   wherever it appears in the entry: URL, bodies (binary ones too), headers,
+   even JSON keys. A secret is matched in any mix of plain, URL-encoded
+   (``%2F``, ``+``), JSON-escaped (``\\"``, ``\\u0041``) and HTML-escaped
+   forms, and where two secrets overlap, both go.
+3. Shapes: known secret formats (``sk-…``, ``AIza…``, ``AKIA…``, ``gsk_…``,
+   JWTs, ``Bearer …``) are masked in the stored request. Response bodies are
+   replayed verbatim, so there only exact values are masked.
+4. Body fields by explicit list (`_keys.is_credential_field`): ``api_key``,
+   ``password``… are masked in the request body; ``max_tokens`` is not (no
+   substring rules).
 
 The match key is computed from the unredacted request, so none of this ever
-changes what replays.
+changes what replays. Known gap: a secret that a streamed response splits
+across two chunks is not recognised (no provider echoes keys in practice).
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import functools
+import html
+import json
 import re
+import threading
 from collections.abc import Iterable
-from typing import Any
-from urllib.parse import quote, quote_plus
+from typing import Any, AnyStr
+from urllib.parse import parse_qsl
 
-import orjson
+from ._keys import is_credential_field, is_credential_param
 
 __all__ = [
     "MASK",
     "collect_secrets",
+    "is_credential_header",
     "keep_request_header",
     "keep_response_header",
     "redact_entry",
+    "scrub_text",
 ]
 
 MASK = "[REDACTED]"
@@ -53,106 +65,172 @@ _RESPONSE_HEADERS = frozenset(
         "content-type",
         "x-request-id",
         "request-id",
+        "x-amzn-requestid",
+        "x-amz-request-id",
+        "apim-request-id",
+        "x-ms-request-id",
         "openai-processing-ms",
         "openai-version",
         "openai-model",
+        "x-envoy-upstream-service-time",
         "retry-after",
         "retry-after-ms",
         "x-should-retry",
         "cache-control",
     }
 )
-_RESPONSE_HEADER_PREFIXES = ("x-ratelimit-", "anthropic-ratelimit-", "ratelimit-")
+_RESPONSE_HEADER_PREFIXES = (
+    "x-ratelimit-",
+    "anthropic-ratelimit-",
+    "ratelimit-",
+    "x-amzn-bedrock-",
+)
+# Request headers whose value is a credential: these by name, and any whose
+# name has one of the words below (``x-goog-api-key``, ``x-amz-security-token``).
 _CREDENTIAL_HEADERS = frozenset(
     {
         "authorization",
         "proxy-authorization",
+        "cookie",
         "x-api-key",
         "api-key",
         "x-goog-api-key",
         "x-amz-security-token",
         "ocp-apim-subscription-key",
+    }
+)
+_CREDENTIAL_HEADER_WORDS = frozenset(
+    {
+        "key",
+        "apikey",
+        "token",
+        "secret",
+        "password",
+        "signature",
+        "credential",
+        "credentials",
+        "auth",
+        "authorization",
         "cookie",
     }
 )
-_SECRET_BODY_KEYS = frozenset(
-    {
-        "api_key",
-        "apikey",
-        "password",
-        "passwd",
-        "secret",
-        "client_secret",
-        "secret_key",
-        "private_key",
-        "access_token",
-        "refresh_token",
-        "id_token",
-        "auth_token",
-        "session_token",
-        "token",
-        "aws_secret_access_key",
-        "aws_session_token",
-        "authorization",
-    }
+# Parameters of an authorization header that carry a secret (AWS SigV4's
+# ``Credential=AKIA…/scope`` and ``Signature=…``, OAuth 1, Digest).
+_AUTH_PARAMS = re.compile(
+    r"\b(?:credential|signature|oauth_signature|oauth_token|response|token|sig)"
+    r"=\"?([^\",\s]+)\"?",
+    re.IGNORECASE,
 )
 _SECRET_SHAPES = re.compile(
-    r"sk-(?:ant-|proj-)?[A-Za-z0-9_\-]{16,}"
-    r"|AIza[0-9A-Za-z_\-]{30,}"
-    r"|(?:AKIA|ASIA)[0-9A-Z]{16}"
-    r"|gh[pousr]_[A-Za-z0-9]{30,}"
-    r"|eyJ[A-Za-z0-9_\-]+\.eyJ[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+"
+    r"(?<![A-Za-z0-9])(?:"
+    r"sk-[A-Za-z0-9_\-]{16,}"  # OpenAI (sk-proj-), Anthropic (sk-ant-), OpenRouter (sk-or-)
+    r"|gsk_[A-Za-z0-9]{20,}"  # Groq
+    r"|xai-[A-Za-z0-9]{20,}"
+    r"|pplx-[A-Za-z0-9]{20,}"
+    r"|hf_[A-Za-z0-9]{30,}"
+    r"|r8_[A-Za-z0-9]{20,}"
+    r"|AIza[0-9A-Za-z_\-]{30,}"  # Google API keys
+    r"|ya29\.[0-9A-Za-z_\-]{20,}"  # Google OAuth access tokens
+    r"|(?:AKIA|ASIA)[0-9A-Z]{16}"  # AWS access key ids
+    r"|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}"
+    r"|xox[abposr]-[A-Za-z0-9\-]{10,}"  # Slack
+    r"|eyJ[A-Za-z0-9_\-]+\.eyJ[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+"  # JWTs
+    r")"
     r"|(?<=Bearer )[A-Za-z0-9._~+/\-]{8,}=*"
+    r"|-----BEGIN[A-Z ]*PRIVATE KEY-----.*?-----END[A-Z ]*PRIVATE KEY-----",
+    re.DOTALL,
 )
-_AWS_FIELDS = re.compile(r"(?:Credential=([^/,\s]+)|Signature=([0-9a-fA-F]+))")
+_FORM = re.compile(r"[^=&\s]+=[^&\s]*(?:&[^=&\s]+=[^&\s]*)*")
+_BASE64_KINDS = ("base64", "chunks_base64")
 _MIN_SECRET = 6  # shorter values would mask unrelated text
+_MAX_REMEMBERED = 256
+
+_remembered: set[str] = set()
+_remembered_lock = threading.Lock()
 
 
 def keep_request_header(name: str) -> bool:
-    return name in _REQUEST_HEADERS
+    return name.lower() in _REQUEST_HEADERS
 
 
 def keep_response_header(name: str) -> bool:
+    name = name.lower()
     return name in _RESPONSE_HEADERS or name.startswith(_RESPONSE_HEADER_PREFIXES)
+
+
+def is_credential_header(name: str) -> bool:
+    name = name.lower()
+    return name in _CREDENTIAL_HEADERS or not _CREDENTIAL_HEADER_WORDS.isdisjoint(name.split("-"))
 
 
 def collect_secrets(
     headers: Iterable[tuple[str, str]], query: Iterable[tuple[str, str]] = ()
 ) -> frozenset[str]:
-    """Every credential value a request carried, in each form it could reappear in."""
-    from ._keys import is_credential_param
+    """Every credential value a request carried in its headers and query.
 
+    The credential fields of its body are found by `redact_entry` itself.
+    """
     found: set[str] = set()
     for name, value in headers:
-        name = name.lower()
-        if name in _CREDENTIAL_HEADERS or (name.startswith("x-amz-") and "token" in name):
-            found.update(_header_secrets(name, value))
+        if is_credential_header(name):
+            found.update(_header_secrets(name.lower(), value))
     for name, value in query:
         if is_credential_param(name):
-            found.add(value)
-    return frozenset(s for s in found if len(s) >= _MIN_SECRET)
+            found.update({value, value.split("/")[0]})  # the key id of a SigV4 scope
+    secrets = _worth_masking(found)
+    _remember(secrets)
+    return secrets
 
 
 def redact_entry(entry: dict[str, Any], secrets: frozenset[str]) -> dict[str, Any]:
     """Mask secrets in an entry ``{"request": ..., "response": ...}`` (a new dict)."""
-    variants = _variants(secrets)
-    entry = _mask_exact(entry, variants)
-    entry["request"] = _mask_shapes(_mask_body_keys(entry["request"]))
+    request = entry.get("request")
+    if isinstance(request, dict):
+        secrets |= _body_secrets(request.get("body"))
+    patterns = _patterns(secrets)
+    entry = {k: _mask_part(v, patterns) for k, v in entry.items()}
+    request = entry.get("request")
+    if isinstance(request, dict):
+        body = request.get("body")
+        if isinstance(body, dict) and "json" in body:
+            body = {**body, "json": _mask_fields(body["json"])}
+        entry["request"] = _mask_shapes({**request, "body": body} if "body" in request else request)
     return entry
 
 
+def scrub_text(text: str, secrets: Iterable[str] = ()) -> str:
+    """A text with secret shapes and every credential seen so far in this process masked.
+
+    For what ghostrun writes besides cassettes (run logs, verdict files), where
+    a recorded model output could repeat a key the request carried.
+    """
+    with _remembered_lock:
+        known = frozenset(_remembered)
+    patterns = _patterns(known | _worth_masking(secrets))
+    return _SECRET_SHAPES.sub(MASK, _mask_text(text, patterns))
+
+
+# -- collecting --------------------------------------------------------------
+
+
 def _header_secrets(name: str, value: str) -> set[str]:
-    found = {value.strip()}
-    if name in ("authorization", "proxy-authorization"):
-        scheme, _, token = value.strip().partition(" ")
-        found.add(token.strip())
-        if scheme.lower() == "basic":
-            found.update(_basic_parts(token.strip()))
-        for match in _AWS_FIELDS.finditer(value):
-            found.update(g for g in match.groups() if g)
-    elif name == "cookie":
+    value = value.strip()
+    found = {value}
+    if "cookie" in name:
+        found.add(value.partition("=")[2].strip())  # one cookie whose value holds a ";"
         for pair in value.split(";"):
-            found.add(pair.partition("=")[2].strip())
+            cookie = pair.partition("=")[2].strip()
+            found.update({cookie, cookie.strip('"')})
+        return found
+    scheme, _, rest = value.partition(" ")
+    rest = rest.strip()
+    found.add(rest)
+    if scheme.lower() == "basic":
+        found.update(_basic_parts(rest))
+    if "authorization" in name:
+        for match in _AUTH_PARAMS.finditer(value):
+            found.add(match.group(1))
+            found.add(match.group(1).split("/")[0])  # the access key id of a SigV4 scope
     return found
 
 
@@ -165,30 +243,165 @@ def _basic_parts(token: str) -> set[str]:
     return {decoded, password, user}
 
 
-def _variants(secrets: frozenset[str]) -> tuple[str, ...]:
-    forms: set[str] = set()
-    for secret in secrets:
-        escaped = orjson.dumps(secret).decode()[1:-1]
-        forms.update({secret, quote(secret, safe=""), quote_plus(secret), escaped})
-        forms.add(escaped.replace("/", "\\/"))
-    # Longest first, so a secret's prefix never leaves its tail behind.
-    return tuple(sorted((f for f in forms if len(f) >= _MIN_SECRET), key=len, reverse=True))
+def _body_secrets(body: Any) -> frozenset[str]:
+    """Values of the credential fields of a stored body (JSON, or a form as text)."""
+    found: set[str] = set()
+    if not isinstance(body, dict):
+        return frozenset()
+    if "json" in body:
+        _field_values(body["json"], found, inside=False)
+    text = body.get("text")
+    if isinstance(text, str) and _FORM.fullmatch(text.strip()):
+        for name, value in parse_qsl(text.strip(), keep_blank_values=True):
+            if is_credential_param(name):
+                found.add(value)
+    return _worth_masking(found)
 
 
-def _mask_exact(value: Any, variants: tuple[str, ...]) -> Any:
-    if isinstance(value, str):
-        for secret in variants:
-            if secret in value:
-                value = value.replace(secret, MASK)
-        return value
+def _field_values(value: Any, found: set[str], *, inside: bool) -> None:
     if isinstance(value, dict):
-        return {k: _mask_exact(v, variants) for k, v in value.items()}
+        for key, item in value.items():
+            _field_values(item, found, inside=inside or is_credential_field(str(key)))
+    elif isinstance(value, list):
+        for item in value:
+            _field_values(item, found, inside=inside)
+    elif inside and isinstance(value, str | int | float) and not isinstance(value, bool):
+        found.add(str(value))
+
+
+def _worth_masking(values: Iterable[str]) -> frozenset[str]:
+    return frozenset(v for v in values if len(v) >= _MIN_SECRET and v != MASK)
+
+
+def _remember(secrets: frozenset[str]) -> None:
+    if not secrets or secrets <= _remembered:
+        return
+    with _remembered_lock:
+        if len(_remembered) + len(secrets) > _MAX_REMEMBERED:
+            _remembered.clear()
+        _remembered.update(secrets)
+
+
+# -- matching a secret in any encoding ----------------------------------------
+
+
+@functools.lru_cache(maxsize=128)
+def _patterns(secrets: frozenset[str]) -> tuple[re.Pattern[str], ...]:
+    """One pattern per secret, longest first: each matches every encoding of it."""
+    ordered = sorted(secrets, key=lambda s: (-len(s), s))
+    return tuple(re.compile("".join(_char_forms(c) for c in secret)) for secret in ordered)
+
+
+def _char_forms(char: str) -> str:
+    """A regex matching one character of a secret, plain or escaped in any common way."""
+    forms = [re.escape(char)]
+    percent = "".join(f"%{byte:02x}" for byte in char.encode("utf-8"))
+    forms.append(f"(?i:{re.escape(percent)})")
+    unicode_escape = json.dumps(char)[1:-1]  # \u00e9, or a surrogate pair
+    if not unicode_escape.startswith("\\u") and ord(char) < 0x10000:
+        unicode_escape = f"\\u{ord(char):04x}"
+    forms.append(f"(?i:{re.escape(unicode_escape)})")
+    if html.escape(char) != char:
+        forms.extend(re.escape(e) for e in (html.escape(char), f"&#{ord(char)};"))
+    if char == " ":
+        forms.append(r"\+")
+    elif char == '"':
+        forms[0] = r'\\*"'  # JSON-escaped once or more (a JSON string inside JSON)
+    elif char == "\\":
+        forms[0] = r"\\+"
+    elif char == "/":
+        forms[0] = r"\\*/"
+    return "(?:" + "|".join(forms) + ")"
+
+
+def _mask_text(text: AnyStr, patterns: tuple[re.Pattern[str], ...]) -> AnyStr:
+    """Mask every match of every pattern; overlapping matches merge into one mask."""
+    if isinstance(text, bytes):
+        compiled: Iterable[re.Pattern[Any]] = _byte_patterns(patterns)
+        mask: Any = MASK.encode()
+    else:
+        compiled, mask = patterns, MASK
+    spans = sorted(m.span() for p in compiled for m in p.finditer(text))
+    if not spans:
+        return text
+    pieces, position = [], 0
+    for start, end in spans:
+        if end <= position:
+            continue
+        if start >= position:
+            pieces.append(text[position:start])
+            pieces.append(mask)
+        position = end
+    pieces.append(text[position:])
+    return text[:0].join(pieces)
+
+
+@functools.lru_cache(maxsize=128)
+def _byte_patterns(patterns: tuple[re.Pattern[str], ...]) -> tuple[re.Pattern[bytes], ...]:
+    return tuple(re.compile(p.pattern.encode("utf-8")) for p in patterns)
+
+
+# -- masking an entry ------------------------------------------------------------
+
+
+def _mask_part(part: Any, patterns: tuple[re.Pattern[str], ...]) -> Any:
+    """Mask exact secrets in a request or a response; a binary body is masked as bytes."""
+    if not patterns:
+        return part
+    if not isinstance(part, dict):
+        return _mask_value(part, patterns)
+    return {
+        _mask_value(k, patterns): (
+            _mask_body(v, patterns) if k == "body" else _mask_value(v, patterns)
+        )
+        for k, v in part.items()
+    }
+
+
+def _mask_value(value: Any, patterns: tuple[re.Pattern[str], ...]) -> Any:
+    if isinstance(value, str):
+        return _mask_text(value, patterns)
+    if isinstance(value, dict):
+        return {_mask_value(k, patterns): _mask_value(v, patterns) for k, v in value.items()}
     if isinstance(value, list):
-        return [_mask_exact(v, variants) for v in value]
+        return [_mask_value(v, patterns) for v in value]
+    return value
+
+
+def _mask_body(body: Any, patterns: tuple[re.Pattern[str], ...]) -> Any:
+    if not _is_binary(body):
+        return _mask_value(body, patterns)
+    ((kind, value),) = body.items()
+    try:
+        if kind == "base64":
+            return {kind: _mask_base64(value, patterns)}
+        return {kind: [_mask_base64(chunk, patterns) for chunk in value]}
+    except (binascii.Error, TypeError, ValueError):
+        return _mask_value(body, patterns)  # not base64 after all: mask it as text
+
+
+def _mask_base64(value: str, patterns: tuple[re.Pattern[str], ...]) -> str:
+    data = base64.b64decode(value, validate=True)
+    return base64.b64encode(_mask_text(data, patterns)).decode("ascii")
+
+
+def _mask_fields(value: Any, *, inside: bool = False) -> Any:
+    """Mask every value under a credential field of a JSON body."""
+    if isinstance(value, dict):
+        return {
+            k: _mask_fields(v, inside=inside or is_credential_field(str(k)))
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_mask_fields(v, inside=inside) for v in value]
+    if inside and isinstance(value, str | int | float) and not isinstance(value, bool):
+        return MASK if value != "" else value
     return value
 
 
 def _mask_shapes(value: Any) -> Any:
+    if _is_binary(value):
+        return value
     if isinstance(value, str):
         return _SECRET_SHAPES.sub(MASK, value)
     if isinstance(value, dict):
@@ -198,16 +411,5 @@ def _mask_shapes(value: Any) -> Any:
     return value
 
 
-def _mask_body_keys(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {
-            k: MASK if _is_secret_key(k) and not isinstance(v, dict | list) else _mask_body_keys(v)
-            for k, v in value.items()
-        }
-    if isinstance(value, list):
-        return [_mask_body_keys(v) for v in value]
-    return value
-
-
-def _is_secret_key(key: str) -> bool:
-    return key.lower().replace("-", "_") in _SECRET_BODY_KEYS
+def _is_binary(body: Any) -> bool:
+    return isinstance(body, dict) and len(body) == 1 and next(iter(body)) in _BASE64_KINDS

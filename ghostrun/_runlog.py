@@ -278,14 +278,15 @@ class RunLog:
 
 
 def _test(log: dict[str, Any], name: str, alias: str | None) -> dict[str, Any]:
-    test = log["tests"].get(name)
+    test: dict[str, Any] | None = log["tests"].get(name)
     if test is None:
-        test = log["tests"][name] = {
+        test = {
             "outputs": [],
             "assertions": [],
             "requests": {"replayed": 0, "recorded": 0, "misses": 0},
             "aliases": [],
         }
+        log["tests"][name] = test
     if alias and alias != name and alias not in test["aliases"]:
         test["aliases"].append(alias)
     return test
@@ -384,7 +385,7 @@ def load_run(path: Path) -> dict[str, Any]:
     if data is None:
         raise CassetteError(f"no run log at {path}")
     if not isinstance(data, dict) or not isinstance(data.get("tests"), dict):
-        raise CassetteError(f"corrupt run log {path}: not a ghostrun run (no \"tests\")")
+        raise CassetteError(f'corrupt run log {path}: not a ghostrun run (no "tests")')
     if data.get("version") != RUN_FORMAT_VERSION:
         raise CassetteError(
             f"run log {path} has format version {data.get('version')!r}, but this ghostrun "
@@ -449,8 +450,9 @@ def _arm_atexit() -> None:
 def _flush_at_exit() -> None:
     if not _autoflush:
         return
+    errors: list[Exception]
     try:
-        _, errors = write_run()
+        errors = list(write_run()[1])
     except ValueError as exc:  # a bad GHOSTRUN_SNAPSHOT: say so, without a traceback at exit
         errors = [exc]
     for error in errors:

@@ -325,8 +325,9 @@ class Session:
         secrets = collect_secrets(info.headers, info.query)
         entry = redact_entry(entry, secrets)
         if self.redact is not None:
-            entry = self.redact(entry)
-            entry = redact_entry(entry, secrets)  # the hook may not reintroduce a secret
+            scrubbed = self.redact(entry)  # returns the entry, or None if it edited in place
+            # The hook may not reintroduce a secret.
+            entry = redact_entry(entry if scrubbed is None else scrubbed, secrets)
         return entry
 
     def _miss(self, info: RequestInfo) -> CacheMiss:

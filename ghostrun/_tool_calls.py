@@ -150,7 +150,7 @@ _CONTAINERS: tuple[tuple[tuple[str, ...], Callable[[Any], list[ToolCall]]], ...]
 
 def _call(record: Any, where: str | None) -> ToolCall:
     """A call from ``{name, arguments | args | input}``, parsing string arguments."""
-    name = str(field(record, "name"))
+    name = _name(record)
     keys = (where,) if where else ("arguments", "args", "input")
     raw = field(record, *keys)
     if raw is None:
@@ -175,7 +175,17 @@ def _parsed(name: str, raw: str) -> ToolCall:
 def _custom_call(record: Any) -> ToolCall:
     text = field(record, "input")
     raw = text if isinstance(text, str) else None
-    return ToolCall(str(field(record, "name")), {"input": text}, raw)
+    return ToolCall(_name(record), {"input": text}, raw)
+
+
+def _name(record: Any) -> str:
+    name = field(record, "name")
+    if not isinstance(name, str) or not name:
+        raise TypeError(
+            f"a tool call in {type_name(record)} has no name: a streamed delta? "
+            "Pass the accumulated message or final response instead"
+        )
+    return name
 
 
 # -- assertions ----------------------------------------------------------------------------

@@ -349,9 +349,9 @@ class ProviderSimulator:
                     return handler(self, _Call(request, seq, match.groupdict()))
                 except _BadRequest as exc:
                     return _error(kind, 400, str(exc))
-                except Exception as exc:
+                except Exception as exc:  # a bug here or in a test's hook: make it loud
                     traceback.print_exc()
-                    return _error(kind, 500, f"simulator bug: {exc!r}")
+                    return _error(kind, 500, f"simulator error: {exc!r}")
         return _error(kind, 404, f"no route for {request.method} {request.path}")
 
     # -- the fake model --------------------------------------------------------

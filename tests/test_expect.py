@@ -8,6 +8,7 @@ is replaced at ``ghostrun._expect._grade`` / ``_agrade`` (the seam in front of
 
 from __future__ import annotations
 
+import inspect
 import json
 import pickle
 import re
@@ -370,7 +371,7 @@ def test_deterministic_checks_pass_and_chain(check: Any) -> None:
         pytest.param(
             lambda e: e.matches_regex(r"\d+ days"),
             "matches_regex",
-            "the text matches the regex '\\\\d+ days'",
+            "the text matches the regex /\\d+ days/",
             "no match anywhere in the text",
             id="regex",
         ),
@@ -384,7 +385,7 @@ def test_deterministic_checks_pass_and_chain(check: Any) -> None:
         pytest.param(
             lambda e: e.length_between(100, None),
             "length_between",
-            "the text has between 100 and None characters",
+            "the text has at least 100 characters",
             f"it has {len(REPLY)} characters",
             id="length-too-short",
         ),
@@ -493,6 +494,11 @@ def test_is_valid_json_refuses_a_schema_it_cannot_check() -> None:
 def test_misuse_is_a_value_error_not_a_failure(call: Any) -> None:
     with pytest.raises(ValueError):
         call(expect(REPLY))
+
+
+def test_looking_for_a_non_string_is_a_type_error() -> None:
+    with pytest.raises(TypeError, match="expected a string to look for, got int"):
+        expect(REPLY).contains(12)  # type: ignore[arg-type]
 
 
 def test_long_text_is_shortened_in_the_middle_of_the_message_only() -> None:
@@ -730,8 +736,9 @@ async def test_async_through_the_real_verdicts_module(verdict_dir: Path) -> None
 # -- every outcome goes through _report ----------------------------------------------------------
 
 
-@pytest.fixture
+@pytest.fixture(autouse=True)
 def recorded(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """Outcomes sent to the run log, kept here instead (no run log files from this suite)."""
     seen: list[dict[str, Any]] = []
     monkeypatch.setattr("ghostrun._runlog.record_assertion", lambda **kw: seen.append(kw))
     return seen
@@ -782,6 +789,13 @@ def test_every_outcome_is_reported(judge: FakeJudge, recorded: list[dict[str, An
     ]
 
 
+def test_report_matches_the_run_log_signature() -> None:
+    from ghostrun import _runlog
+
+    signature = inspect.signature(_runlog.record_assertion)
+    signature.bind(kind="k", criterion="c", text="t", passed=True, reason="r", judge=None)
+
+
 def test_assertions_work_without_a_run_log(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "ghostrun._runlog", None)  # as if it did not exist
 
@@ -820,10 +834,19 @@ def test_uncaught_failure_prints_on_an_ascii_console(tmp_path: Path) -> None:
         ),
         encoding="utf-8",
     )
-    env = {"PYTHONIOENCODING": "ascii", "PYTHONPATH": str(Path(__file__).parents[1])}
+    env = {
+        "PYTHONIOENCODING": "ascii",
+        "PYTHONPATH": str(Path(__file__).parents[1]),
+        "GHOSTRUN_CASSETTE_DIR": str(tmp_path / "cassettes"),  # the run log lands here
+    }
 
     result = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, env=env, check=False, timeout=60
+        [sys.executable, str(script)],
+        capture_output=True,
+        env=env,
+        cwd=tmp_path,
+        check=False,
+        timeout=60,
     )
     stderr = result.stderr.decode("ascii")
 
@@ -847,47 +870,49 @@ ECHO = "Echo: Where is my refund?"
 
 
 def _openai(provider: ProviderSimulator) -> Any:
-    client = openai.OpenAI(api_key="sk-test", base_url=provider.url("/v1"))
-    return client.chat.completions.create(model="m", messages=PROMPT)  # type: ignore[arg-type]
+    with openai.OpenAI(api_key="sk-test", base_url=provider.url("/v1")) as client:
+        return client.chat.completions.create(model="m", messages=PROMPT)  # type: ignore[arg-type]
 
 
 def _openai_stream(provider: ProviderSimulator) -> Any:
-    client = openai.OpenAI(api_key="sk-test", base_url=provider.url("/v1"))
-    stream = client.chat.completions.create(
-        model="m",
-        messages=PROMPT,
-        stream=True,
-        stream_options={"include_usage": True},  # type: ignore[arg-type]
-    )
-    return list(stream)
+    with openai.OpenAI(api_key="sk-test", base_url=provider.url("/v1")) as client:
+        stream = client.chat.completions.create(
+            model="m",
+            messages=PROMPT,
+            stream=True,
+            stream_options={"include_usage": True},  # type: ignore[arg-type]
+        )
+        return list(stream)
 
 
 def _openai_responses(provider: ProviderSimulator) -> Any:
-    client = openai.OpenAI(api_key="sk-test", base_url=provider.url("/v1"))
-    return client.responses.create(model="m", input=PROMPT[0]["content"])
+    with openai.OpenAI(api_key="sk-test", base_url=provider.url("/v1")) as client:
+        return client.responses.create(model="m", input=PROMPT[0]["content"])
 
 
 def _groq(provider: ProviderSimulator) -> Any:
-    client = groq.Groq(api_key="gsk_test", base_url=provider.base_url)
-    return client.chat.completions.create(model="m", messages=PROMPT)  # type: ignore[arg-type]
+    with groq.Groq(api_key="gsk_test", base_url=provider.base_url) as client:
+        return client.chat.completions.create(model="m", messages=PROMPT)  # type: ignore[arg-type]
 
 
 def _anthropic(provider: ProviderSimulator) -> Any:
-    client = anthropic.Anthropic(api_key="sk-ant-test", base_url=provider.base_url)
-    return client.messages.create(model="m", max_tokens=50, messages=PROMPT)  # type: ignore[arg-type]
+    with anthropic.Anthropic(api_key="sk-ant-test", base_url=provider.base_url) as client:
+        return client.messages.create(model="m", max_tokens=50, messages=PROMPT)  # type: ignore[arg-type]
 
 
 def _anthropic_events(provider: ProviderSimulator) -> Any:
-    client = anthropic.Anthropic(api_key="sk-ant-test", base_url=provider.base_url)
-    return list(client.messages.create(model="m", max_tokens=50, messages=PROMPT, stream=True))  # type: ignore[arg-type]
+    with anthropic.Anthropic(api_key="sk-ant-test", base_url=provider.base_url) as client:
+        return list(client.messages.create(model="m", max_tokens=50, messages=PROMPT, stream=True))  # type: ignore[arg-type]
 
 
 def _ollama(provider: ProviderSimulator) -> Any:
-    return ollama.Client(host=provider.base_url).chat(model="llama3.2", messages=PROMPT)
+    with ollama.Client(host=provider.base_url) as client:
+        return client.chat(model="llama3.2", messages=PROMPT)
 
 
 def _ollama_stream(provider: ProviderSimulator) -> Any:
-    return list(ollama.Client(host=provider.base_url).chat("llama3.2", PROMPT, stream=True))
+    with ollama.Client(host=provider.base_url) as client:
+        return list(client.chat("llama3.2", PROMPT, stream=True))
 
 
 def _gemini_client(provider: ProviderSimulator) -> genai.Client:
@@ -896,16 +921,18 @@ def _gemini_client(provider: ProviderSimulator) -> genai.Client:
 
 
 def _gemini(provider: ProviderSimulator) -> Any:
-    client = _gemini_client(provider)
-    return client.models.generate_content(model="gemini-2.5-flash", contents=PROMPT[0]["content"])
+    with _gemini_client(provider) as client:
+        return client.models.generate_content(
+            model="gemini-2.5-flash", contents=PROMPT[0]["content"]
+        )
 
 
 def _gemini_stream(provider: ProviderSimulator) -> Any:
-    client = _gemini_client(provider)
-    stream = client.models.generate_content_stream(
-        model="gemini-2.5-flash", contents=PROMPT[0]["content"]
-    )
-    return list(stream)
+    with _gemini_client(provider) as client:
+        stream = client.models.generate_content_stream(
+            model="gemini-2.5-flash", contents=PROMPT[0]["content"]
+        )
+        return list(stream)
 
 
 @pytest.mark.parametrize(

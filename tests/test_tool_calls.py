@@ -26,6 +26,15 @@ from simulator import ProviderSimulator
 from ghostrun._expect import ExpectationFailed, expect_tool_calls
 from ghostrun._tool_calls import ExpectToolCalls, ToolCall, normalize_tool_calls
 
+
+@pytest.fixture(autouse=True)
+def recorded(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """Outcomes sent to the run log, kept here instead (no run log files from this suite)."""
+    seen: list[dict[str, Any]] = []
+    monkeypatch.setattr("ghostrun._runlog.record_assertion", lambda **kw: seen.append(kw))
+    return seen
+
+
 SEARCH = ("search_orders", {"order_id": "A123"})
 REFUND = ("refund", {"order_id": "A123", "amount": 12.5, "items": [{"sku": "x", "qty": 1}]})
 
@@ -300,6 +309,10 @@ def test_malformed_arguments_are_kept_with_an_error(arguments: Any, error: str) 
         (object(), "cannot read tool calls from object"),
         ({"unrelated": 1}, "cannot read tool calls from dict"),
         ([OPENAI_TOOL_CALLS[0], 3], "cannot read tool calls from a list item of type int"),
+        (
+            {"index": 0, "function": {"arguments": '"A12'}},  # a later stream delta
+            "a tool call in dict has no name: a streamed delta?",
+        ),
     ],
 )
 def test_unreadable_values_are_a_type_error(value: Any, message: str) -> None:
@@ -478,10 +491,8 @@ def test_an_argument_called_name_does_not_collide() -> None:
     expect_tool_calls(calls).called_with("create_user", name="Ada", arguments="x")
 
 
-def test_outcomes_are_reported_to_the_run_log(monkeypatch: pytest.MonkeyPatch) -> None:
-    seen: list[dict[str, Any]] = []
-    monkeypatch.setattr("ghostrun._runlog.record_assertion", lambda **kw: seen.append(kw))
-
+def test_outcomes_are_reported_to_the_run_log(recorded: list[dict[str, Any]]) -> None:
+    seen = recorded
     expect_tool_calls(AGENT).called("refund")
     with pytest.raises(ExpectationFailed):
         expect_tool_calls(AGENT).called("cancel")
@@ -518,49 +529,51 @@ CHAT_TOOLS: Any = [
 
 
 def _openai_chat(provider: ProviderSimulator) -> Any:
-    client = openai.OpenAI(api_key="sk-test", base_url=provider.url("/v1"))
-    return client.chat.completions.create(model="m", messages=ORDER_PROMPT, tools=CHAT_TOOLS)
+    with openai.OpenAI(api_key="sk-test", base_url=provider.url("/v1")) as client:
+        return client.chat.completions.create(model="m", messages=ORDER_PROMPT, tools=CHAT_TOOLS)
 
 
 def _openai_responses(provider: ProviderSimulator) -> Any:
-    client = openai.OpenAI(api_key="sk-test", base_url=provider.url("/v1"))
-    tools: Any = [{"type": "function", "name": "search_orders", "parameters": {}}]
-    return client.responses.create(model="m", input=ORDER_PROMPT[0]["content"], tools=tools)
+    with openai.OpenAI(api_key="sk-test", base_url=provider.url("/v1")) as client:
+        tools: Any = [{"type": "function", "name": "search_orders", "parameters": {}}]
+        return client.responses.create(model="m", input=ORDER_PROMPT[0]["content"], tools=tools)
 
 
 def _groq(provider: ProviderSimulator) -> Any:
-    client = groq.Groq(api_key="gsk_test", base_url=provider.base_url)
-    return client.chat.completions.create(model="m", messages=ORDER_PROMPT, tools=CHAT_TOOLS)
+    with groq.Groq(api_key="gsk_test", base_url=provider.base_url) as client:
+        return client.chat.completions.create(model="m", messages=ORDER_PROMPT, tools=CHAT_TOOLS)
 
 
 def _anthropic(provider: ProviderSimulator) -> Any:
-    client = anthropic.Anthropic(api_key="sk-ant-test", base_url=provider.base_url)
-    tools: Any = [{"name": "search_orders", "input_schema": {"type": "object"}}]
-    return client.messages.create(model="m", max_tokens=50, messages=ORDER_PROMPT, tools=tools)
+    with anthropic.Anthropic(api_key="sk-ant-test", base_url=provider.base_url) as client:
+        tools: Any = [{"name": "search_orders", "input_schema": {"type": "object"}}]
+        return client.messages.create(model="m", max_tokens=50, messages=ORDER_PROMPT, tools=tools)
 
 
 def _anthropic_stream(provider: ProviderSimulator) -> Any:
-    client = anthropic.Anthropic(api_key="sk-ant-test", base_url=provider.base_url)
-    tools: Any = [{"name": "search_orders", "input_schema": {"type": "object"}}]
-    with client.messages.stream(
-        model="m", max_tokens=50, messages=ORDER_PROMPT, tools=tools
-    ) as stream:
-        return stream.get_final_message()
+    with anthropic.Anthropic(api_key="sk-ant-test", base_url=provider.base_url) as client:
+        tools: Any = [{"name": "search_orders", "input_schema": {"type": "object"}}]
+        with client.messages.stream(
+            model="m", max_tokens=50, messages=ORDER_PROMPT, tools=tools
+        ) as stream:
+            return stream.get_final_message()
 
 
 def _ollama(provider: ProviderSimulator) -> Any:
-    client = ollama.Client(host=provider.base_url)
-    return client.chat(model="llama3.2", messages=ORDER_PROMPT, tools=CHAT_TOOLS)
+    with ollama.Client(host=provider.base_url) as client:
+        return client.chat(model="llama3.2", messages=ORDER_PROMPT, tools=CHAT_TOOLS)
 
 
 def _gemini(provider: ProviderSimulator) -> Any:
     options = gtypes.HttpOptions(base_url=provider.base_url)
-    client = genai.Client(api_key="AIza-test", http_options=options)
-    declaration = gtypes.FunctionDeclaration(name="search_orders", description="Find")
-    config = gtypes.GenerateContentConfig(tools=[gtypes.Tool(function_declarations=[declaration])])
-    return client.models.generate_content(
-        model="gemini-2.5-flash", contents=ORDER_PROMPT[0]["content"], config=config
-    )
+    with genai.Client(api_key="AIza-test", http_options=options) as client:
+        declaration = gtypes.FunctionDeclaration(name="search_orders", description="Find")
+        config = gtypes.GenerateContentConfig(
+            tools=[gtypes.Tool(function_declarations=[declaration])]
+        )
+        return client.models.generate_content(
+            model="gemini-2.5-flash", contents=ORDER_PROMPT[0]["content"], config=config
+        )
 
 
 @pytest.mark.parametrize(

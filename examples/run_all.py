@@ -1,0 +1,108 @@
+"""Run every example offline from the committed cassettes, then print a summary.
+
+    .venv/bin/python examples/run_all.py
+
+Runs the pytest suite, the unittest suite and the prompt-check script, each
+in its own process, from the repository root. Every model call is answered
+from ``examples/cassettes/``: no key, no network, no cost.
+
+The mode is ``auto`` unless you set ``GHOSTRUN_MODE``: every request has a
+cassette, so nothing is sent, while the semantic checks may still reach a
+judge if you run one (``ollama serve``); their verdicts are then cached under
+``examples/cassettes/judge/``. With no judge they are skipped, and the skip
+message says how to enable grading. The script checks that no new cassette
+was written: a new one would mean a request went to the network.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CASSETTES = ROOT / "examples" / "cassettes"
+
+STEPS = [
+    ("pytest", [sys.executable, "-m", "pytest", "examples/pytest", "-q", "-rs"]),
+    ("unittest", [sys.executable, "-m", "unittest", "discover", "-s", "examples/unittest", "-v"]),
+    ("script", [sys.executable, "-m", "examples.prompt_check"]),
+]
+
+# The closing lines of each runner, which the summary repeats.
+_CLOSING = re.compile(r"^=* ?\d+ (passed|failed|skipped|errors?)\b|^(OK|FAILED)\b|^prompt_check: ")
+_RAN = re.compile(r"^Ran \d+ tests?")
+
+
+@dataclass
+class Outcome:
+    name: str
+    returncode: int
+    closing: str
+    skipped: bool
+
+
+def main() -> int:
+    env = dict(os.environ)
+    env.setdefault("GHOSTRUN_MODE", "auto")
+    before = _cassettes()
+    print(f"ghostrun examples: mode {env['GHOSTRUN_MODE']}, cassettes in {_rel(CASSETTES)}\n")
+    outcomes = [_run(name, command, env) for name, command in STEPS]
+    new = sorted(_cassettes() - before)
+    return _summary(outcomes, new)
+
+
+def _run(name: str, command: list[str], env: dict[str, str]) -> Outcome:
+    shown = " ".join(["python", *command[1:]])
+    print(f"==> {name}: {shown}", flush=True)
+    done = subprocess.run(
+        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    print(done.stdout, flush=True)
+    lines = [line.strip() for line in done.stdout.splitlines() if line.strip()]
+    closing = next((line for line in reversed(lines) if _CLOSING.match(line)), "(no summary)")
+    ran = next((line for line in reversed(lines) if _RAN.match(line)), None)
+    closing = closing.strip("= ")
+    if ran:  # unittest: "Ran 10 tests in 1.2s" then "OK (skipped=4)"
+        closing = f"{ran}: {closing}"
+    return Outcome(name, done.returncode, closing, "skipped" in closing)
+
+
+def _summary(outcomes: list[Outcome], new: list[str]) -> int:
+    print("=" * 72)
+    print("Summary")
+    for outcome in outcomes:
+        status = "ok" if outcome.returncode == 0 else "FAILED"
+        print(f"  {outcome.name:<9} {status:<7} {outcome.closing}")
+    if new:
+        print(
+            f"\n{len(new)} new cassette(s) written: a request had no cassette and was sent "
+            f"for real. Review them: {', '.join(new)}"
+        )
+    if any(o.skipped for o in outcomes):
+        print(
+            "\nSemantic checks were skipped: no judge is running and no verdict is cached.\n"
+            "To grade them locally: `ollama serve` and `ollama pull llama3.2:3b`, then run\n"
+            "this again (the verdicts are cached under examples/cassettes/judge/)."
+        )
+    failed = [o.name for o in outcomes if o.returncode != 0]
+    print(f"\n{'FAILED: ' + ', '.join(failed) if failed else 'All examples passed.'}")
+    return 1 if failed or new else 0
+
+
+def _cassettes() -> set[str]:
+    return {p.name for p in CASSETTES.glob("*.json")}
+
+
+def _rel(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,372 @@
+"""The ``ghostrun`` command (also ``python -m ghostrun``).
+
+    ghostrun diff [BASE] [CANDIDATE]   what regressed, got fixed or drifted between two runs
+    ghostrun check                      cassettes and verdicts the last run did not use; misses
+    ghostrun prune                      delete what ``check`` reports as unused
+    ghostrun show KEY|PATH              one cassette or verdict, readable
+
+Every command takes ``--cassette-dir`` (default: ``GHOSTRUN_CASSETTE_DIR``,
+then ``.ghostrun_cache``). Exit status: 0 fine, 1 the finding the command
+gates on (a regression; something stale or missed), 2 a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import __version__, _diff, _runlog, _show
+from ._config import settings
+from ._exceptions import CassetteError
+from ._files import read_json
+
+__all__ = ["main"]
+
+_EPILOG = "Exit status: 0 fine, 1 a finding (see each command), 2 a usage error."
+
+
+class _UsageError(Exception):
+    """A mistake on the command line or a missing file: exit status 2."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    _never_crash_on_encoding()
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not hasattr(args, "run"):
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return int(args.run(args))
+    except (_UsageError, CassetteError) as exc:
+        print(f"ghostrun {args.command}: {exc}", file=sys.stderr)
+        return 2
+
+
+def _never_crash_on_encoding() -> None:
+    """A console that cannot show a character shows ``\\xe9`` instead of raising."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            with contextlib.suppress(ValueError):
+                stream.reconfigure(errors="backslashreplace")
+
+
+def _parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--cassette-dir",
+        metavar="DIR",
+        type=Path,
+        default=None,
+        help="the cassette directory (default: GHOSTRUN_CASSETTE_DIR, then .ghostrun_cache)",
+    )
+    parser = argparse.ArgumentParser(
+        prog="ghostrun",
+        description="Inspect ghostrun cassettes and compare test runs.",
+        epilog=_EPILOG,
+    )
+    parser.add_argument("--version", action="version", version=f"ghostrun {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    diff = _command(
+        commands,
+        "diff",
+        _run_diff,
+        common,
+        "compare two runs: regressions (PASS -> FAIL), fixes and output drift",
+        "BASE and CANDIDATE are snapshot names (runs/NAME.json in the cassette directory) "
+        "or paths to run files. Defaults: BASE is the most recent named snapshot, CANDIDATE "
+        "the last run (_last). Save a snapshot with `pytest --ghostrun-snapshot NAME` or "
+        "GHOSTRUN_SNAPSHOT=NAME. Exit status 1 when an assertion regressed.",
+    )
+    diff.add_argument(
+        "base", nargs="?", metavar="BASE", help="the run before (default: latest snapshot)"
+    )
+    diff.add_argument(
+        "candidate", nargs="?", metavar="CANDIDATE", help="the run after (default: _last)"
+    )
+    diff.add_argument(
+        "--format",
+        choices=_diff.FORMATS,
+        default="text",
+        help="text for a terminal, markdown for a pull-request comment, json for tools",
+    )
+
+    _command(
+        commands,
+        "check",
+        _run_check,
+        common,
+        "list cassettes and verdicts the last run did not use, and requests that missed",
+        "Reads runs/_last.json, so run the whole suite first (a partial run leaves the "
+        "cassettes of the tests it skipped unused). Exit status 1 when anything is stale "
+        "or missed.",
+    )
+    prune = _command(
+        commands,
+        "prune",
+        _run_prune,
+        common,
+        "delete the cassettes and verdicts that `ghostrun check` reports as unused",
+        "Shows the files, then asks before deleting them.",
+    )
+    prune.add_argument("--yes", "-y", action="store_true", help="delete without asking")
+
+    show = _command(
+        commands,
+        "show",
+        _run_show,
+        common,
+        "print one cassette or judge verdict readably (streams reassembled into text)",
+        "KEY is a cassette key or verdict key (a unique prefix will do); PATH a file.",
+    )
+    show.add_argument("target", metavar="KEY|PATH")
+    return parser
+
+
+def _command(
+    commands: Any,
+    name: str,
+    run: Callable[[argparse.Namespace], int],
+    common: argparse.ArgumentParser,
+    summary: str,
+    details: str,
+) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = commands.add_parser(
+        name, parents=[common], help=summary, description=f"{summary}. {details}", epilog=_EPILOG
+    )
+    parser.set_defaults(run=run)
+    return parser
+
+
+def _cassette_dir(args: argparse.Namespace) -> Path:
+    directory: Path = args.cassette_dir or settings.resolve_cassette_dir()
+    if not directory.is_dir():
+        raise _UsageError(
+            f"no cassette directory at {directory}: pass --cassette-dir DIR or set "
+            "GHOSTRUN_CASSETTE_DIR"
+        )
+    return directory
+
+
+def _out(text: str) -> None:
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+# -- diff ------------------------------------------------------------------------------------
+
+
+def _run_diff(args: argparse.Namespace) -> int:
+    runs = _runlog.runs_dir(_cassette_dir(args))
+    candidate_path = _run_path(runs, args.candidate or _runlog.LAST)
+    candidate = _runlog.load_run(candidate_path)
+    base_path = _run_path(runs, args.base) if args.base else _latest_snapshot(runs, candidate)
+    base = _runlog.load_run(base_path)
+    result = _diff.compare(base, candidate, _label(base_path), _label(candidate_path))
+    _out(_diff.render(result, args.format))
+    return 1 if result.regressed else 0
+
+
+def _run_path(runs: Path, name: str) -> Path:
+    as_path = Path(name)
+    if as_path.suffix == ".json" and as_path.is_file():
+        return as_path
+    path = runs / f"{name}.json"
+    if path.is_file():
+        return path
+    known = ", ".join(sorted(p.stem for p in _run_files(runs))) or "none yet"
+    raise _UsageError(
+        f"no run named {name!r} (looked for {path}; runs saved: {known}). Run the tests to "
+        "write _last, and save a snapshot with `pytest --ghostrun-snapshot NAME`."
+    )
+
+
+def _run_files(runs: Path) -> list[Path]:
+    return [p for p in runs.glob("*.json") if not p.name.startswith(".")] if runs.is_dir() else []
+
+
+def _latest_snapshot(runs: Path, candidate: dict[str, Any]) -> Path:
+    """The most recent named snapshot that is not the candidate run itself."""
+    snapshots = sorted(
+        (p for p in _run_files(runs) if p.stem != _runlog.LAST),
+        key=lambda p: (p.stat().st_mtime, p.name),
+        reverse=True,
+    )
+    for path in snapshots:
+        data = read_json(path)
+        if not isinstance(data, dict) or data.get("run_id") != candidate.get("run_id"):
+            return path
+    raise _UsageError(
+        f"no snapshot to compare with in {runs}: save one with `pytest --ghostrun-snapshot "
+        "NAME` (or GHOSTRUN_SNAPSHOT=NAME) before changing the prompt, or name both runs: "
+        "ghostrun diff BASE CANDIDATE"
+    )
+
+
+def _label(path: Path) -> str:
+    return path.stem if path.parent.name == "runs" else str(path)
+
+
+# -- check and prune -------------------------------------------------------------------------
+
+
+@dataclass
+class _Unused:
+    """What the last run left untouched in a cassette directory."""
+
+    run: dict[str, Any]
+    cassettes: list[Path] = field(default_factory=list)
+    verdicts: list[Path] = field(default_factory=list)
+    verdicts_checked: bool = True
+
+    @property
+    def files(self) -> list[Path]:
+        return self.cassettes + self.verdicts
+
+
+def _unused(directory: Path) -> _Unused:
+    last = _runlog.runs_dir(directory) / f"{_runlog.LAST}.json"
+    if not last.is_file():
+        raise _UsageError(
+            f"no run log at {last}: run the test suite first (in replay mode, e.g. "
+            "`pytest --ghostrun-replay`), then check"
+        )
+    run = _runlog.load_run(last)
+    found = _Unused(run)
+    used = set(run.get("cassettes_used") or ())
+    found.cassettes = [p for p in _json_files(directory) if p.stem not in used]
+    verdicts_used = run.get("verdicts_used")
+    if verdicts_used is None:
+        found.verdicts_checked = False
+    else:
+        found.verdicts = [
+            p for p in _json_files(directory / "judge") if p.stem not in verdicts_used
+        ]
+    return found
+
+
+def _json_files(directory: Path) -> list[Path]:
+    if not directory.is_dir():
+        return []
+    return sorted(p for p in directory.glob("*.json") if not p.name.startswith("."))
+
+
+def _run_check(args: argparse.Namespace) -> int:
+    directory = _cassette_dir(args)
+    found = _unused(directory)
+    misses = found.run.get("misses") or []
+    tests = len(found.run["tests"])
+    _out(f"ghostrun check: {directory} (last run {found.run.get('finished', '?')}, {tests} tests)")
+    _list_unused(found, directory)
+    if misses:
+        _out(f"\n{_plural(len(misses), 'miss', 'misses')} (requests or verdicts not recorded):")
+        for miss in misses:
+            _out(f"  {miss.get('test')}: {_first_line(str(miss.get('message', '')))}")
+    if not found.verdicts_checked:
+        _out("\nverdicts not checked: the last run did not report which judge verdicts it used")
+    if found.files or misses:
+        stale = f"{len(found.files)} stale"
+        hint = "; `ghostrun prune` deletes the stale files" if found.files else ""
+        _out(f"\nFAILED: {stale}, {len(misses)} missed{hint}")
+        return 1
+    _out("\nOK: every cassette and verdict was used, and nothing missed")
+    return 0
+
+
+def _list_unused(found: _Unused, directory: Path) -> None:
+    if found.cassettes:
+        _out(f"\n{_plural(len(found.cassettes), 'stale cassette')} (the last run did not use):")
+        for path in found.cassettes:
+            _out(f"  {path.relative_to(directory)}  {_describe_cassette(path)}")
+    if found.verdicts:
+        _out(f"\n{_plural(len(found.verdicts), 'stale verdict')} (the last run did not use):")
+        for path in found.verdicts:
+            _out(f"  {path.relative_to(directory)}  {_describe_verdict(path)}")
+
+
+def _describe_cassette(path: Path) -> str:
+    try:
+        request = (read_json(path) or {}).get("request") or {}
+    except (CassetteError, AttributeError):
+        return "(unreadable)"
+    return f"{request.get('method', '?')} {request.get('url', '?')}"
+
+
+def _describe_verdict(path: Path) -> str:
+    try:
+        criterion = str((read_json(path) or {}).get("criterion", "?"))
+    except (CassetteError, AttributeError):
+        return "(unreadable)"
+    return repr(_first_line(criterion)[:80])
+
+
+def _run_prune(args: argparse.Namespace) -> int:
+    directory = _cassette_dir(args)
+    found = _unused(directory)
+    if not found.files:
+        _out("ghostrun prune: nothing to delete: the last run used every cassette and verdict")
+        return 0
+    _list_unused(found, directory)
+    if not args.yes and not _confirm(f"\nDelete these {len(found.files)} files? [y/N] "):
+        _out("Nothing deleted (pass --yes to delete without asking).")
+        return 1
+    for path in found.files:
+        path.unlink(missing_ok=True)
+    _out(f"Deleted {_plural(len(found.files), 'file')}.")
+    return 0
+
+
+def _confirm(question: str) -> bool:
+    sys.stdout.write(question)
+    sys.stdout.flush()
+    try:
+        answer = input()
+    except EOFError:
+        return False
+    return answer.strip().lower() in ("y", "yes")
+
+
+# -- show ------------------------------------------------------------------------------------
+
+
+def _run_show(args: argparse.Namespace) -> int:
+    path = _find(args.target, args)
+    document = read_json(path)
+    try:
+        _out(_show.render_file(path, document))
+    except ValueError as exc:
+        raise _UsageError(str(exc)) from None
+    return 0
+
+
+def _find(target: str, args: argparse.Namespace) -> Path:
+    as_path = Path(target)
+    if as_path.is_file():
+        return as_path
+    directory = _cassette_dir(args)
+    key = target.removesuffix(".json")
+    for folder in (directory, directory / "judge"):
+        if (folder / f"{key}.json").is_file():
+            return folder / f"{key}.json"
+    matches = [p for f in (directory, directory / "judge") for p in _json_files(f)]
+    matches = [p for p in matches if p.stem.startswith(key)] if key else []
+    if len(matches) == 1:
+        return matches[0]
+    if len(matches) > 1:
+        names = ", ".join(str(p.relative_to(directory)) for p in matches[:5])
+        raise _UsageError(f"{target!r} is ambiguous: {names}{', ...' if len(matches) > 5 else ''}")
+    raise _UsageError(f"no cassette or verdict {target!r} in {directory}, and no such file")
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else ""
+
+
+def _plural(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else (many or one + 's')}"

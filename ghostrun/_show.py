@@ -1,0 +1,159 @@
+"""``ghostrun show``: a cassette or a verdict file as a person reads it.
+
+The request and each response, JSON pretty-printed, and a stream reassembled
+into the text it carried (OpenAI, Anthropic and Gemini SSE, Ollama NDJSON); a
+stream we cannot read is shown as its raw chunks.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ._extract import extract_text
+
+__all__ = ["render_file", "stream_text"]
+
+_INDENT = "    "
+_STREAM_KINDS = ("sse", "ndjson", "chunks", "chunks_base64")
+
+
+def render_file(path: Path, document: Any) -> str:
+    """A cassette or a judge verdict; ValueError for any other JSON."""
+    if isinstance(document, dict) and "responses" in document and "request" in document:
+        return render_cassette(path, document)
+    if isinstance(document, dict) and "criterion" in document and "verdict" in document:
+        return render_verdict(path, document)
+    raise ValueError(f"{path} is neither a ghostrun cassette nor a judge verdict")
+
+
+def render_cassette(path: Path, cassette: dict[str, Any]) -> str:
+    request = cassette.get("request") or {}
+    responses = cassette.get("responses") or []
+    lines = [
+        f"cassette {cassette.get('key', path.stem)}  ({path})",
+        "",
+        f"REQUEST  {request.get('method', '?')} {request.get('url', '?')}",
+        *_headers(request.get("headers") or {}),
+        *_body(request.get("body")),
+    ]
+    for index, response in enumerate(responses, 1):
+        lines += [
+            "",
+            f"RESPONSE {index} of {len(responses)}  status {response.get('status', '?')}",
+            *_headers(response.get("headers") or {}),
+            *_body(response.get("body")),
+        ]
+        error = response.get("stream_error")
+        if error:
+            lines.append(f"  stream broke: {error.get('type')}: {error.get('message')}")
+    return "\n".join(lines) + "\n"
+
+
+def render_verdict(path: Path, verdict: dict[str, Any]) -> str:
+    votes = verdict.get("votes", 1)
+    flips = f", flip rate {verdict.get('flip_rate', 0.0):.0%}" if votes != 1 else ""
+    lines = [
+        f"judge verdict {verdict.get('key', path.stem)}  ({path})",
+        "",
+        f"VERDICT   {verdict.get('verdict')}  ({votes} vote{'s' if votes != 1 else ''}{flips})",
+        f"judge     {verdict.get('judge')}",
+        f"reason    {verdict.get('reason')}",
+        "criterion:",
+        _indented(str(verdict.get("criterion", ""))),
+        "text:",
+        _indented(str(verdict.get("text", ""))),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _headers(headers: dict[str, Any]) -> list[str]:
+    out = []
+    for name in sorted(headers):
+        values = headers[name]
+        for value in values if isinstance(values, list) else [values]:
+            out.append(f"  {name}: {value}")
+    return out
+
+
+def _body(body: Any) -> list[str]:
+    if not isinstance(body, dict) or len(body) != 1:
+        return ["  body: (none)"] if not body else ["  body:", _indented(repr(body))]
+    ((kind, value),) = body.items()
+    if kind == "json":
+        lines = ["  body (json):", _indented(_pretty(value))]
+        text = _reply_text(value)
+        if text:
+            lines += ["  text:", _indented(text)]
+        return lines
+    if kind == "text":
+        return ["  body (text):", _indented(str(value)) if value else _INDENT + "(empty)"]
+    if kind == "base64":
+        return [f"  body: {len(str(value)) * 3 // 4} bytes of binary data (base64 in the file)"]
+    if kind in _STREAM_KINDS and isinstance(value, list):
+        return _stream(kind, [str(chunk) for chunk in value])
+    return [f"  body ({kind}):", _indented(_pretty(value))]
+
+
+def _stream(kind: str, chunks: list[str]) -> list[str]:
+    head = f"  stream ({len(chunks)} {kind} chunk{'s' if len(chunks) != 1 else ''})"
+    text = stream_text(kind, chunks)
+    if text is not None:
+        return [head + ", reassembled text:", _indented(text) if text else _INDENT + "(empty)"]
+    return [head + ":", *(_indented(repr(chunk)) for chunk in chunks)]
+
+
+def stream_text(kind: str, chunks: list[str]) -> str | None:
+    """The text a recorded stream carried, or None when its events are not ones we read."""
+    if kind == "sse":
+        events = _sse_events("".join(chunks))
+    elif kind == "ndjson":
+        events = [_json(line) for line in "".join(chunks).splitlines() if line.strip()]
+    else:
+        return None
+    events = [event for event in events if event is not None]
+    if not events:
+        return None
+    try:
+        return extract_text(events)
+    except (TypeError, ValueError):
+        return None
+
+
+def _sse_events(stream: str) -> list[Any]:
+    """The JSON ``data`` of each server-sent event (``[DONE]`` and non-JSON skipped)."""
+    events = []
+    for block in stream.replace("\r\n", "\n").split("\n\n"):
+        data = "\n".join(
+            line[5:].removeprefix(" ") for line in block.split("\n") if line.startswith("data:")
+        )
+        if data and data.strip() != "[DONE]":
+            events.append(_json(data))
+    return events
+
+
+def _json(text: str) -> Any:
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def _reply_text(value: Any) -> str | None:
+    if not isinstance(value, dict):
+        return None
+    try:
+        return extract_text(value) or None
+    except (TypeError, ValueError):
+        return None
+
+
+def _pretty(value: Any) -> str:
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode()
+
+
+def _indented(text: str) -> str:
+    return textwrap.indent(text, _INDENT, lambda line: True)

@@ -1,0 +1,129 @@
+"""Plain scripts: ``python check.py`` needs no test framework.
+
+A failed expectation (an ``AssertionError``) or a replay miss left uncaught
+ends the script with exit status 1 and a traceback that carries the message,
+so a shell, a Makefile or CI sees the failure.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from simulator import ProviderSimulator
+
+SCRIPT = """\
+import os
+
+import openai
+
+import ghostrun
+
+ghostrun.configure(judge=lambda text, criterion: ("refund" in text, "looked for 'refund'"))
+client = openai.OpenAI(
+    base_url=os.environ["SIMULATOR_URL"] + "/v1", api_key="sk-script", max_retries=0
+)
+
+with ghostrun.session(hosts=["127.0.0.1"]):
+    reply = client.chat.completions.create(
+        model="gpt-4o-mini", messages=[{"role": "user", "content": os.environ["PROMPT"]}]
+    )
+    ghostrun.expect(reply).contains("refund").contains_intent("offers a refund")
+
+print("all expectations held")
+"""
+
+
+def run_script(
+    tmp_path: Path, provider: ProviderSimulator, prompt: str, **env: str
+) -> subprocess.CompletedProcess[str]:
+    script = tmp_path / "check_reply.py"
+    script.write_text(SCRIPT, encoding="utf-8")
+    environ = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
+    environ.update(
+        SIMULATOR_URL=provider.base_url,
+        PROMPT=prompt,
+        GHOSTRUN_CASSETTE_DIR=str(tmp_path / "cassettes"),
+        **env,
+    )
+    return subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        env=environ,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        errors="replace",
+        timeout=120,
+        check=False,
+    )
+
+
+def test_a_passing_script_exits_0_and_replays_offline(
+    tmp_path: Path, provider: ProviderSimulator
+) -> None:
+    recorded = run_script(tmp_path, provider, "Can I get a refund?")
+    assert recorded.returncode == 0, recorded.stderr
+    assert recorded.stdout == "all expectations held\n"
+    assert provider.served == 1
+
+    provider.stop()
+    replayed = run_script(tmp_path, provider, "Can I get a refund?", GHOSTRUN_MODE="replay")
+    assert replayed.returncode == 0, replayed.stderr
+    assert replayed.stdout == "all expectations held\n"
+
+
+def test_a_failed_expectation_exits_1_with_its_message(
+    tmp_path: Path, provider: ProviderSimulator
+) -> None:
+    result = run_script(tmp_path, provider, "hello")
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert "Traceback (most recent call last)" in result.stderr
+    assert "ExpectationFailed: expected: the text contains 'refund'" in result.stderr
+    assert "Echo: hello" in result.stderr
+
+
+def test_a_judge_verdict_failure_exits_1(tmp_path: Path, provider: ProviderSimulator) -> None:
+    script = tmp_path / "judged.py"
+    script.write_text(
+        "import ghostrun\n"
+        "ghostrun.configure(judge=lambda text, criterion: (False, 'no refund is offered'))\n"
+        "ghostrun.expect('We will look into it.').contains_intent('offers a refund')\n",
+        encoding="utf-8",
+    )
+    environ = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
+    environ["GHOSTRUN_CASSETTE_DIR"] = str(tmp_path / "cassettes")
+    result = subprocess.run(
+        [sys.executable, str(script)],
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert "expected: the text expresses the intent: offers a refund" in result.stderr
+    assert "said FAIL: no refund is offered" in result.stderr
+
+
+def test_a_replay_miss_exits_1_with_the_miss(tmp_path: Path, provider: ProviderSimulator) -> None:
+    result = run_script(tmp_path, provider, "never recorded", GHOSTRUN_MODE="replay")
+    assert result.returncode == 1
+    assert "ghostrun._exceptions.CacheMiss: ghostrun: no recording for POST" in result.stderr
+    assert "run once with GHOSTRUN_MODE=record" in result.stderr
+    assert provider.served == 0
+
+
+def test_a_failure_prints_on_a_console_that_is_not_utf8(
+    tmp_path: Path, provider: ProviderSimulator
+) -> None:
+    result = run_script(
+        tmp_path, provider, "Caf\u00e9 \u2615 \u2014 merci", PYTHONIOENCODING="ascii"
+    )
+    assert result.returncode == 1
+    assert "UnicodeEncodeError" not in result.stderr
+    assert "ExpectationFailed: expected: the text contains 'refund'" in result.stderr
+    assert "Echo: Caf\\xe9 \\u2615 \\u2014 merci" in result.stderr

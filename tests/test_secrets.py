@@ -1,0 +1,773 @@
+"""Secrets never reach a cassette, and cassettes replay with any key (DESIGN §4).
+
+Every auth style goes through a real SDK where one exists. The simulator
+echoes the credential back in the response (``echo_auth``, and a reply that
+repeats each bare secret), so a leak would land in the response body too;
+then every byte of every file under the cassette directory is searched for
+each secret, plain, URL-encoded, JSON-escaped and HTML-escaped (and inside
+base64 bodies).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import html
+import json
+import secrets as random_secrets
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, quote_plus
+
+import anthropic
+import groq
+import httpx
+import httpx2
+import ollama
+import openai
+import pytest
+from google import genai
+from google.genai import types as genai_types
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from simulator import ProviderSimulator
+
+import ghostrun
+from ghostrun._redact import MASK
+
+PROMPT = "Summarise my account, please."
+MESSAGES: Any = [{"role": "user", "content": PROMPT}]
+GEMINI_PATH = "/v1beta/models/gemini-2.0-flash:generateContent"
+GEMINI_BODY = {"contents": [{"parts": [{"text": PROMPT}], "role": "user"}]}
+HOSTS = ("127.0.0.1",)
+
+
+@pytest.fixture(autouse=True)
+def _no_keys_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """SDKs read keys from the environment; here every key is the test's own."""
+    for name in (
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "GROQ_API_KEY",
+        "GEMINI_API_KEY",
+        "GOOGLE_API_KEY",
+        "OLLAMA_API_KEY",
+    ):
+        monkeypatch.delenv(name, raising=False)
+
+
+# -- searching the disk --------------------------------------------------------------
+
+
+def encoded_forms(secret: str) -> set[str]:
+    """The ways a secret can be spelled in a file."""
+    escaped = json.dumps(secret)[1:-1]
+    return {
+        secret,
+        quote(secret, safe=""),
+        quote(secret),
+        quote_plus(secret),
+        escaped,
+        escaped.replace("/", "\\/"),
+        json.dumps(secret, ensure_ascii=False)[1:-1],
+        html.escape(secret),
+    }
+
+
+def written_files(directory: Path) -> list[Path]:
+    return sorted(p for p in directory.rglob("*") if p.is_file())
+
+
+def blobs(path: Path) -> Iterable[bytes]:
+    """The file's bytes, and the decoded bytes of every base64 body in it."""
+    data = path.read_bytes()
+    yield data
+
+    def walk(value: Any) -> Iterable[bytes]:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if key == "base64" and isinstance(item, str):
+                    yield base64.b64decode(item)
+                elif key == "chunks_base64" and isinstance(item, list):
+                    yield from (base64.b64decode(chunk) for chunk in item)
+                else:
+                    yield from walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                yield from walk(item)
+
+    with contextlib.suppress(ValueError):  # not JSON: the bytes alone
+        yield from walk(json.loads(data))
+
+
+def assert_not_on_disk(directory: Path, leaks: Iterable[str]) -> None:
+    files = written_files(directory)
+    assert files, f"nothing was written under {directory}"
+    for path in files:
+        for blob in blobs(path):
+            for secret in leaks:
+                for form in encoded_forms(secret):
+                    assert form.encode() not in blob, f"{secret!r} as {form!r} in {path}"
+
+
+def stored(directory: Path) -> list[dict[str, Any]]:
+    """The cassettes written, parsed."""
+    return [json.loads(p.read_text()) for p in written_files(directory)]
+
+
+def only_cassette(directory: Path) -> dict[str, Any]:
+    (cassette,) = stored(directory)
+    return cassette
+
+
+def token(prefix: str = "", size: int = 20) -> str:
+    return prefix + random_secrets.token_hex(size)
+
+
+# -- the auth styles ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AuthStyle:
+    """One way a provider request carries a credential.
+
+    ``new()`` makes a fresh credential; ``leaks(cred)`` lists every value in it
+    that must never reach disk; ``call(provider, cred)`` sends one chat with it
+    (``None``: no credential at all) and returns the reply text.
+    """
+
+    name: str
+    new: Callable[[], Any]
+    leaks: Callable[[Any], list[str]]
+    call: Callable[[ProviderSimulator, Any], str]
+
+
+def _openai(provider: ProviderSimulator, key: str | None) -> str:
+    client = openai.OpenAI(base_url=provider.url("/v1"), api_key=key or "unused", max_retries=0)
+    reply = client.chat.completions.create(
+        model="gpt-4o-mini",
+        messages=MESSAGES,
+        extra_headers=None if key else {"Authorization": openai.omit},
+    )
+    return reply.choices[0].message.content or ""
+
+
+def _anthropic_bearer(provider: ProviderSimulator, key: str | None) -> str:
+    # anthropic 2.x sends ``api_key`` as ``Authorization: Bearer``.
+    client = anthropic.Anthropic(base_url=provider.base_url, api_key=key, max_retries=0)
+    message = client.messages.create(
+        model="claude-opus-4-7",
+        max_tokens=64,
+        messages=MESSAGES,
+        extra_headers=None if key else {"Authorization": anthropic.omit},
+    )
+    return "".join(block.text for block in message.content if block.type == "text")
+
+
+def _anthropic_x_api_key(provider: ProviderSimulator, key: str | None) -> str:
+    headers: Any = {"x-api-key": key} if key else {"Authorization": anthropic.omit}
+    client = anthropic.Anthropic(base_url=provider.base_url, default_headers=headers, max_retries=0)
+    message = client.messages.create(model="claude-opus-4-7", max_tokens=64, messages=MESSAGES)
+    return "".join(block.text for block in message.content if block.type == "text")
+
+
+def _groq(provider: ProviderSimulator, key: str | None) -> str:
+    client = groq.Groq(base_url=provider.base_url, api_key=key or "unused", max_retries=0)
+    reply = client.chat.completions.create(
+        model="llama-3.3-70b-versatile",
+        messages=MESSAGES,
+        extra_headers=None if key else {"Authorization": groq.omit},
+    )
+    return reply.choices[0].message.content or ""
+
+
+def _ollama(provider: ProviderSimulator, key: str | None) -> str:
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    client = ollama.Client(host=provider.base_url, headers=headers)
+    return client.chat(model="llama3.2", messages=MESSAGES).message.content or ""
+
+
+def _gemini_header(provider: ProviderSimulator, key: str | None) -> str:
+    options = genai_types.HttpOptions(
+        base_url=provider.base_url, headers=None if key else {"x-goog-api-key": ""}
+    )
+    client = genai.Client(api_key=key or "unused", http_options=options)
+    reply = client.models.generate_content(model="gemini-2.0-flash", contents=PROMPT)
+    return reply.text or ""
+
+
+def _gemini_query(provider: ProviderSimulator, key: str | None) -> str:
+    with httpx2.Client() as client:
+        response = client.post(
+            provider.url(GEMINI_PATH), params={"key": key} if key else {}, json=GEMINI_BODY
+        )
+    return str(response.json()["candidates"][0]["content"]["parts"][0]["text"])
+
+
+def _raw_chat(
+    provider: ProviderSimulator,
+    headers: dict[str, str],
+    path: str = "/v1/chat/completions",
+    params: dict[str, str] | None = None,
+    auth: Any = None,
+) -> str:
+    with httpx.Client() as client:
+        response = client.post(
+            provider.url(path),
+            params=params,
+            headers=headers,
+            auth=auth,
+            json={"model": "gpt-4o-mini", "messages": MESSAGES},
+        )
+    return str(response.json()["choices"][0]["message"]["content"])
+
+
+def _azure(provider: ProviderSimulator, key: str | None) -> str:
+    return _raw_chat(
+        provider,
+        {"api-key": key} if key else {},
+        path="/openai/v1/chat/completions",
+        params={"api-version": "2024-10-21"},
+    )
+
+
+@dataclass(frozen=True)
+class SigV4:
+    key_id: str
+    signature: str
+    session_token: str
+
+    @classmethod
+    def new(cls) -> SigV4:
+        key_id = "AKIA" + "".join(
+            random_secrets.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567") for _ in range(16)
+        )
+        session = base64.b64encode(random_secrets.token_bytes(48)).decode() + "//+/="
+        return cls(key_id, random_secrets.token_hex(32), session)
+
+    def headers(self) -> dict[str, str]:
+        scope = f"{self.key_id}/20250101/us-east-1/bedrock/aws4_request"
+        return {
+            "authorization": (
+                f"AWS4-HMAC-SHA256 Credential={scope}, "
+                f"SignedHeaders=content-type;host;x-amz-date;x-amz-security-token, "
+                f"Signature={self.signature}"
+            ),
+            "x-amz-security-token": self.session_token,
+            "x-amz-date": "20250101T000000Z",
+        }
+
+
+def _sigv4(provider: ProviderSimulator, cred: SigV4 | None) -> str:
+    return _raw_chat(provider, cred.headers() if cred else {"x-amz-date": "20250101T000000Z"})
+
+
+def _sigv4_presigned(provider: ProviderSimulator, cred: SigV4 | None) -> str:
+    params = {"X-Amz-Algorithm": "AWS4-HMAC-SHA256", "X-Amz-Date": "20250101T000000Z"}
+    if cred:
+        params |= {
+            "X-Amz-Credential": f"{cred.key_id}/20250101/us-east-1/bedrock/aws4_request",
+            "X-Amz-Signature": cred.signature,
+            "X-Amz-Security-Token": cred.session_token,
+        }
+    return _raw_chat(provider, {}, params=params)
+
+
+def _basic(provider: ProviderSimulator, cred: tuple[str, str] | None) -> str:
+    return _raw_chat(provider, {}, auth=cred)
+
+
+def _basic_leaks(cred: tuple[str, str]) -> list[str]:
+    user, password = cred
+    return [password, base64.b64encode(f"{user}:{password}".encode()).decode()]
+
+
+def _cookie(provider: ProviderSimulator, value: str | None) -> str:
+    return _raw_chat(provider, {"cookie": f"theme=dark; session={value}"} if value else {})
+
+
+def _one(value: str) -> list[str]:
+    return [value]
+
+
+STYLES = [
+    AuthStyle("openai-bearer", lambda: token("sk-proj-"), _one, _openai),
+    AuthStyle("anthropic-bearer", lambda: token("sk-ant-api03-"), _one, _anthropic_bearer),
+    AuthStyle("anthropic-x-api-key", lambda: token("sk-ant-api03-"), _one, _anthropic_x_api_key),
+    AuthStyle("groq-bearer", lambda: token("gsk_"), _one, _groq),
+    AuthStyle("ollama-bearer", lambda: token("olm-", 16), _one, _ollama),
+    AuthStyle("gemini-x-goog-api-key", lambda: token("AIzaSy", 17), _one, _gemini_header),
+    AuthStyle("gemini-query-key", lambda: token("AIzaSy", 17), _one, _gemini_query),
+    AuthStyle("azure-api-key", lambda: random_secrets.token_hex(16), _one, _azure),
+    AuthStyle(
+        "aws-sigv4",
+        SigV4.new,
+        lambda c: [c.key_id, c.signature, c.session_token],
+        _sigv4,
+    ),
+    AuthStyle(
+        "aws-sigv4-presigned-url",
+        SigV4.new,
+        lambda c: [c.key_id, c.signature, c.session_token],
+        _sigv4_presigned,
+    ),
+    AuthStyle(
+        "basic",
+        lambda: ("svc-user", 'p@ss/w"rd+' + random_secrets.token_hex(6)),
+        _basic_leaks,
+        _basic,
+    ),
+    AuthStyle("cookie", lambda: "s%3A" + token("", 16) + "/+=", _one, _cookie),
+]
+
+
+def _echo(leaks: list[str]) -> Callable[[Any], str]:
+    """A reply repeating each bare secret, as a careless upstream (or model) might."""
+    return lambda body: "I saw " + " and ".join(leaks)
+
+
+def _record(provider: ProviderSimulator, cassette_dir: Path, style: AuthStyle, cred: Any) -> str:
+    with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=HOSTS) as session:
+        text = style.call(provider, cred)
+    assert session.recorded == 1
+    return text
+
+
+@pytest.mark.parametrize("style", STYLES, ids=lambda s: s.name)
+def test_no_credential_reaches_disk(
+    style: AuthStyle, provider: ProviderSimulator, cassette_dir: Path
+) -> None:
+    cred = style.new()
+    leaks = style.leaks(cred)
+    provider.echo_auth = True
+    provider.reply = _echo(leaks)
+
+    text = _record(provider, cassette_dir, style, cred)
+
+    for secret in leaks:  # the provider really did send each secret back
+        assert secret in text
+    assert_not_on_disk(cassette_dir, leaks)
+    (response,) = only_cassette(cassette_dir)["responses"]
+    assert MASK in json.dumps(response["body"])
+    assert "I saw" in json.dumps(response["body"])  # the rest of the body is kept
+
+
+@pytest.mark.parametrize("style", STYLES, ids=lambda s: s.name)
+def test_recorded_with_one_key_replays_with_another_or_none(
+    style: AuthStyle, provider: ProviderSimulator, cassette_dir: Path
+) -> None:
+    _record(provider, cassette_dir, style, style.new())
+
+    with ghostrun.session(mode="replay", cassette_dir=cassette_dir, hosts=HOSTS) as session:
+        style.call(provider, style.new())
+        style.call(provider, None)
+
+    assert (session.replayed, session.recorded, provider.served) == (2, 0, 1)
+
+
+def test_gemini_query_key_is_neither_in_the_key_nor_the_stored_url(
+    provider: ProviderSimulator, cassette_dir: Path
+) -> None:
+    key = token("AIzaSy", 17)
+    with (
+        ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=HOSTS) as session,
+        httpx2.Client() as client,
+    ):
+        client.post(provider.url(GEMINI_PATH), params={"key": key, "alt": "sse"}, json=GEMINI_BODY)
+    cassette = only_cassette(cassette_dir)
+    url = cassette["request"]["url"]
+    assert url == provider.url(GEMINI_PATH) + "?alt=sse"
+
+    keyless = session.describe(
+        "POST",
+        ("http", provider.host, provider.port, GEMINI_PATH, "alt=sse"),
+        [("content-type", "application/json")],
+        json.dumps(GEMINI_BODY).encode(),
+    )
+    assert cassette["key"] == keyless.key
+
+
+def test_streamed_echo_is_masked_in_every_chunk(
+    provider: ProviderSimulator, cassette_dir: Path
+) -> None:
+    key = token("sk-proj-")
+    provider.echo_auth = True
+    provider.reply = _echo([key])
+    with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=HOSTS):
+        client = openai.OpenAI(base_url=provider.url("/v1"), api_key=key, max_retries=0)
+        stream = client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES, stream=True)
+        text = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+
+    assert key in text
+    assert_not_on_disk(cassette_dir, [key])
+    chunks = only_cassette(cassette_dir)["responses"][0]["body"]["sse"]
+    assert sum(MASK in chunk for chunk in chunks) == 2  # the bare key, and "Bearer <key>"
+
+
+def test_secret_echoed_in_a_kept_response_header_is_masked(
+    provider: ProviderSimulator, cassette_dir: Path
+) -> None:
+    key = token("sk-proj-")
+    provider.extra_response_headers = {"x-request-id": f"req_for_{key}"}
+    with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=HOSTS):
+        _openai(provider, key)
+
+    assert_not_on_disk(cassette_dir, [key])
+    headers = only_cassette(cassette_dir)["responses"][0]["headers"]
+    assert headers["x-request-id"] == f"req_for_{MASK}"
+
+
+def test_secret_in_a_binary_response_body_is_masked(cassette_dir: Path) -> None:
+    key = random_secrets.token_hex(16)
+    audio = b"\xff\xfe\x00ID3" + key.encode() + b"\x00\x81"
+
+    def upstream(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"content-type": "audio/mpeg"}, content=audio)
+
+    with (
+        ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=HOSTS),
+        httpx.Client(transport=httpx.MockTransport(upstream)) as client,
+    ):
+        assert (
+            client.post("http://127.0.0.1:9/v1/audio/speech", headers={"api-key": key}).content
+            == audio
+        )
+
+    assert "base64" in only_cassette(cassette_dir)["responses"][0]["body"]
+    assert_not_on_disk(cassette_dir, [key])
+    with (
+        ghostrun.session(mode="replay", cassette_dir=cassette_dir, hosts=HOSTS),
+        httpx.Client(transport=httpx.MockTransport(upstream)) as client,
+    ):
+        replayed = client.post("http://127.0.0.1:9/v1/audio/speech").content
+    assert replayed == audio.replace(key.encode(), MASK.encode())
+
+
+# -- what is stored, and what is not ----------------------------------------------------
+
+
+def test_response_headers_by_safe_list(provider: ProviderSimulator, cassette_dir: Path) -> None:
+    account = {
+        "set-cookie": "__cf_bm=cookie-value-0123456789; path=/; HttpOnly",
+        "openai-organization": "org-sim0123456789",
+        "openai-project": "proj_sim0123456789",
+        "anthropic-organization-id": "9b2f5c1e-0000-4000-8000-0123456789ab",
+        "x-groq-account": "acct-sim0123456789",
+    }
+    provider.extra_response_headers = {**account, "anthropic-ratelimit-requests-limit": "50"}
+    with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=HOSTS):
+        _openai(provider, token("sk-proj-"))
+
+    headers = only_cassette(cassette_dir)["responses"][0]["headers"]
+    assert not set(account) & set(headers)
+    assert_not_on_disk(
+        cassette_dir, [v.split(";")[0].partition("=")[2] or v for v in account.values()]
+    )
+    for kept in (
+        "content-type",
+        "x-request-id",
+        "request-id",
+        "openai-processing-ms",
+        "x-ratelimit-remaining-requests",
+        "x-ratelimit-reset-tokens",
+        "anthropic-ratelimit-requests-limit",
+    ):
+        assert kept in headers
+
+    with (
+        ghostrun.session(mode="replay", cassette_dir=cassette_dir, hosts=HOSTS),
+        httpx.Client() as client,
+    ):
+        replayed = client.post(
+            provider.url("/v1/chat/completions"),
+            json={"model": "gpt-4o-mini", "messages": MESSAGES},
+        )
+    assert replayed.headers["x-request-id"] == "req_sim0001"
+    assert "set-cookie" not in replayed.headers
+
+
+def test_request_headers_by_safe_list(provider: ProviderSimulator, cassette_dir: Path) -> None:
+    with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=HOSTS):
+        _anthropic_x_api_key(provider, token("sk-ant-api03-"))
+    headers = only_cassette(cassette_dir)["request"]["headers"]
+    assert headers["anthropic-version"]
+    assert headers["content-type"] == "application/json"
+    assert set(headers) <= {"accept", "content-type", "anthropic-version", "anthropic-beta"}
+
+
+def test_token_counts_and_prose_survive_credential_fields_do_not(
+    provider: ProviderSimulator, cassette_dir: Path
+) -> None:
+    prompt = "How many tokens is a token? Explain access tokens, API keys and passwords."
+    body = {
+        "model": "gpt-4o-mini",
+        "messages": [{"role": "user", "content": prompt}],
+        "max_tokens": 64,
+        "max_completion_tokens": 128,
+        "metadata": {"total_tokens": 7, "token_count": 3, "tokens": [1, 2], "key": "label"},
+        "api_key": "body-key-0123456789",
+        "auth": {"password": "hunter2-hunter2", "apiKey": "camel-key-0123456789"},
+        "tools": [{"type": "mcp", "headers": {"Authorization": "Bearer mcp-token-0123456789"}}],
+        "client_secret": "client-secret-0123456789",
+        "access_token": "access-token-0123456789",
+        "note": "copy of body-key-0123456789",
+    }
+    provider.reply = lambda request: "You sent camel-key-0123456789 and hunter2-hunter2"
+    with (
+        ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=HOSTS),
+        httpx.Client() as client,
+    ):
+        client.post(provider.url("/v1/chat/completions"), json=body)
+
+    leaks = [
+        "body-key-0123456789",
+        "hunter2-hunter2",
+        "camel-key-0123456789",
+        "mcp-token-0123456789",
+        "client-secret-0123456789",
+        "access-token-0123456789",
+    ]
+    assert_not_on_disk(cassette_dir, leaks)
+    stored_body = only_cassette(cassette_dir)["request"]["body"]["json"]
+    assert stored_body["messages"][0]["content"] == prompt
+    assert (stored_body["max_tokens"], stored_body["max_completion_tokens"]) == (64, 128)
+    assert stored_body["metadata"] == body["metadata"]
+    assert stored_body["api_key"] == stored_body["auth"]["password"] == MASK
+    assert stored_body["note"] == f"copy of {MASK}"
+    usage = only_cassette(cassette_dir)["responses"][0]["body"]["json"]["usage"]
+    assert usage["total_tokens"] > 0
+
+    other = {**body, "api_key": "another-key", "auth": {"password": "x", "apiKey": "y"}}
+    with (
+        ghostrun.session(mode="replay", cassette_dir=cassette_dir, hosts=HOSTS) as session,
+        httpx.Client() as client,
+    ):
+        client.post(provider.url("/v1/chat/completions"), json=other)
+    assert session.replayed == 1
+
+
+def test_secret_shapes_in_the_prompt_are_masked(
+    provider: ProviderSimulator, cassette_dir: Path
+) -> None:
+    shapes = [
+        "sk-proj-" + "A1b2C3d4" * 4,
+        "sk-ant-api03-" + "x9" * 20,
+        "gsk_" + "Q" * 40,
+        "AIzaSy" + "D" * 33,
+        "AKIAIOSFODNN7EXAMPLE",
+        "ghp_" + "z" * 36,
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjMifQ.c2lnbmF0dXJlLXNpZ25hdHVyZQ",
+    ]
+    prompt = "Why does this fail? " + " ".join(shapes) + " Bearer abcdef0123456789"
+    with (
+        ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=HOSTS),
+        httpx.Client() as client,
+    ):
+        client.post(
+            provider.url("/v1/chat/completions"),
+            json={"model": "m", "messages": [{"role": "user", "content": prompt}]},
+        )
+
+    stored_prompt = only_cassette(cassette_dir)["request"]["body"]["json"]["messages"][0]["content"]
+    assert (
+        stored_prompt == "Why does this fail? " + " ".join([MASK] * len(shapes)) + f" Bearer {MASK}"
+    )
+    # A response is replayed verbatim: only credentials the request carried are masked there.
+    reply = only_cassette(cassette_dir)["responses"][0]["body"]["json"]["choices"][0]["message"]
+    assert shapes[0] in reply["content"]
+
+
+# -- the user's redact hook --------------------------------------------------------------
+
+
+def test_redact_hook_scrubs_pii_and_replay_still_hits(
+    provider: ProviderSimulator, cassette_dir: Path
+) -> None:
+    seen: list[dict[str, Any]] = []
+    ssn = "123-45-6789"
+    key = token("sk-proj-")
+
+    def scrub(entry: dict[str, Any]) -> dict[str, Any]:
+        seen.append(json.loads(json.dumps(entry)))
+        body = entry["request"]["body"]["json"]
+        del body["user"]
+        body["messages"][0]["content"] = body["messages"][0]["content"].replace(ssn, "<ssn>")
+        message = entry["response"]["body"]["json"]["choices"][0]["message"]
+        message["content"] = message["content"].replace(ssn, "<ssn>")
+        return entry
+
+    def ask(api_key: str) -> str:
+        client = openai.OpenAI(base_url=provider.url("/v1"), api_key=api_key, max_retries=0)
+        reply = client.chat.completions.create(
+            model="gpt-4o-mini",
+            messages=[{"role": "user", "content": f"My SSN is {ssn}."}],
+            user="jane.doe@example.com",
+        )
+        return reply.choices[0].message.content or ""
+
+    with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=HOSTS, redact=scrub):
+        assert ssn in ask(key)
+
+    assert len(seen) == 1
+    assert key not in json.dumps(seen[0])  # the hook sees the entry already masked
+    assert_not_on_disk(cassette_dir, [ssn, "jane.doe@example.com", key])
+    stored_body = only_cassette(cassette_dir)["request"]["body"]["json"]
+    assert "user" not in stored_body
+    assert stored_body["messages"][0]["content"] == "My SSN is <ssn>."
+
+    with ghostrun.session(mode="replay", cassette_dir=cassette_dir, hosts=HOSTS) as session:
+        assert ask(token("sk-proj-")) == "Echo: My SSN is <ssn>."
+    assert session.replayed == 1
+
+
+def test_redact_hook_may_edit_in_place(provider: ProviderSimulator, cassette_dir: Path) -> None:
+    def scrub(entry: dict[str, Any]) -> None:
+        entry["request"]["body"]["json"]["messages"][0]["content"] = "<removed>"
+
+    with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=HOSTS, redact=scrub):
+        _openai(provider, token("sk-proj-"))
+
+    stored_body = only_cassette(cassette_dir)["request"]["body"]["json"]
+    assert stored_body["messages"][0]["content"] == "<removed>"
+
+
+def test_redact_hook_cannot_reintroduce_a_secret(
+    provider: ProviderSimulator, cassette_dir: Path
+) -> None:
+    key = token("sk-proj-")
+
+    def careless(entry: dict[str, Any]) -> dict[str, Any]:
+        entry["request"]["headers"]["authorization"] = f"Bearer {key}"
+        entry["response"]["headers"]["x-debug"] = quote(key, safe="")
+        return entry
+
+    with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=HOSTS, redact=careless):
+        _openai(provider, key)
+
+    assert_not_on_disk(cassette_dir, [key])
+
+
+# -- the property: no random secret, wherever it travels, reaches disk -------------------
+
+SECRET = st.text(
+    st.characters(min_codepoint=0x21, max_codepoint=0x7E, exclude_characters="[]"),
+    min_size=8,
+    max_size=40,
+)
+# Where a secret travels: a credential header, a credential query parameter, or
+# a credential field of the JSON body.
+CARRIERS = [
+    "header:authorization-bearer",
+    "header:authorization-basic",
+    "header:x-api-key",
+    "header:api-key",
+    "header:x-goog-api-key",
+    "header:x-amz-security-token",
+    "header:cookie",
+    "query:key",
+    "query:api_key",
+    "query:access_token",
+    "query:X-Amz-Signature",
+    "body:api_key",
+    "body:apiKey",
+    "body:password",
+    "body:client_secret",
+    "body:access_token",
+    "body:secret",
+]
+PATH = st.lists(st.sampled_from(["metadata", "extra", "deep", 0]), max_size=4)
+
+
+@dataclass(frozen=True)
+class Placed:
+    secret: str
+    carrier: str
+    path: list[str | int]  # where in the body (a body carrier, or the copy)
+    copy_in_body: bool  # the secret also appears under an ordinary field
+    copy_in_query: bool  # ... and as an ordinary query parameter
+
+
+PLACED = st.builds(Placed, SECRET, st.sampled_from(CARRIERS), PATH, st.booleans(), st.booleans())
+
+
+def _nest(path: list[str | int], leaf: Any) -> Any:
+    for step in reversed(path):
+        leaf = {step: leaf} if isinstance(step, str) else [leaf]
+    return leaf
+
+
+def _build_request(
+    placed: list[Placed], stream: bool, *, with_credentials: bool = True
+) -> tuple[dict[str, str], dict[str, str], dict[str, Any]]:
+    headers: dict[str, str] = {}
+    params: dict[str, str] = {}
+    body: dict[str, Any] = {"model": "gpt-4o-mini", "messages": MESSAGES, "stream": stream}
+    for index, p in enumerate(placed):
+        kind, _, name = p.carrier.partition(":")
+        value = p.secret if with_credentials else f"other-credential-{index}"
+        if kind == "header" and with_credentials:
+            if name == "authorization-bearer":
+                headers["authorization"] = f"Bearer {value}"
+            elif name == "authorization-basic":
+                headers["authorization"] = (
+                    "Basic " + base64.b64encode(f"svc:{value}".encode()).decode()
+                )
+            elif name == "cookie":
+                headers["cookie"] = f"sid={value}"
+            else:
+                headers[name] = value
+        elif kind == "query" and with_credentials:
+            params[name] = value
+        elif kind == "body":
+            body[f"carrier{index}"] = _nest(p.path, {name: value})
+        if p.copy_in_body:
+            body[f"copy{index}"] = _nest(p.path, {"note": p.secret})
+        if p.copy_in_query:
+            params[f"q{index}"] = p.secret
+    return headers, params, body
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    placed=st.lists(PLACED, min_size=1, max_size=4, unique_by=lambda p: p.carrier.split("-")[0]),
+    stream=st.booleans(),
+)
+def test_property_no_random_secret_reaches_disk(
+    provider: ProviderSimulator,
+    tmp_path_factory: pytest.TempPathFactory,
+    placed: list[Placed],
+    stream: bool,
+) -> None:
+    leaks = [p.secret for p in placed]
+    assume(all("REDACTED" not in s for s in leaks))
+    provider.echo_auth = True
+    provider.reply = _echo(leaks)
+    provider.extra_response_headers = {"x-request-id": f"req_{leaks[0]}"}
+    headers, params, body = _build_request(placed, stream)
+
+    directory = tmp_path_factory.mktemp("property")
+    with (
+        ghostrun.session(mode="record", cassette_dir=directory, hosts=HOSTS),
+        httpx.Client() as client,
+    ):
+        sent = client.post(
+            provider.url("/v1/chat/completions"), params=params, headers=headers, json=body
+        )
+    for secret in leaks:
+        assert secret in sent.text or json.dumps(secret)[1:-1] in sent.text
+    assert_not_on_disk(directory, leaks)
+
+    headers, params, body = _build_request(placed, stream, with_credentials=False)
+    with (
+        ghostrun.session(mode="replay", cassette_dir=directory, hosts=HOSTS) as session,
+        httpx.Client() as client,
+    ):
+        client.post(provider.url("/v1/chat/completions"), params=params, json=body)
+    assert session.replayed == 1
