@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from ._config import configure
 from ._exceptions import CacheMiss, CassetteError, GhostrunError, JudgeUnavailable, UnsupportedHttpx
-from ._expect import ExpectationFailed, expect, expect_tool_calls
+from ._expect import Expectation, ExpectationFailed, expect, expect_tool_calls
+from ._tool_calls import ExpectToolCalls, ToolCall
 from ._hosts import PROVIDER_HOSTS
 from ._judges import CallableJudge, Judge, OllamaJudge, OpenAICompatibleJudge
 from ._modes import Mode
@@ -23,6 +24,8 @@ __all__ = [
     "CacheMiss",
     "CallableJudge",
     "CassetteError",
+    "ExpectToolCalls",
+    "Expectation",
     "ExpectationFailed",
     "GhostrunError",
     "Judge",
@@ -32,6 +35,7 @@ __all__ = [
     "OpenAICompatibleJudge",
     "Session",
     "TestCaseMixin",
+    "ToolCall",
     "UnsupportedHttpx",
     "Verdict",
     "__version__",
