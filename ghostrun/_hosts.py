@@ -21,6 +21,7 @@ PROVIDER_HOSTS: tuple[str, ...] = (
     "api.anthropic.com",
     "generativelanguage.googleapis.com",
     "aiplatform.googleapis.com",
+    "*-aiplatform.googleapis.com",
     "bedrock-runtime.*.amazonaws.com",
     "bedrock-agent-runtime.*.amazonaws.com",
     "api.mistral.ai",

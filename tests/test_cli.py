@@ -9,7 +9,6 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -196,7 +195,9 @@ def test_check_lists_the_requests_that_missed(
 
     assert _cli.main(["check", "--cassette-dir", str(cassette_dir)]) == 1
     out = capsys.readouterr().out
-    assert "1 miss (requests or verdicts not recorded):\n  t: ghostrun: no recording for POST" in out
+    assert (
+        "1 miss (requests or verdicts not recorded):\n  t: ghostrun: no recording for POST" in out
+    )
 
 
 def test_check_leaves_verdicts_alone_when_the_run_could_not_say_which_it_used(
@@ -331,7 +332,3 @@ def test_python_dash_m_ghostrun_is_the_same_command() -> None:
         assert command in done.stdout
     bare = subprocess.run([str(GHOSTRUN)], env=clean_env(), capture_output=True, text=True)
     assert bare.returncode == 2 and "usage: ghostrun" in bare.stderr
-
-
-def _unused(_: Any) -> None:
-    """Keep the imports honest for type checkers."""

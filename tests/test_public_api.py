@@ -1,0 +1,65 @@
+"""The package's public surface: users import ``ghostrun``, never its private modules."""
+
+from __future__ import annotations
+
+import ghostrun
+
+EXPECTED = {
+    "PROVIDER_HOSTS",
+    "CacheMiss",
+    "CallableJudge",
+    "CassetteError",
+    "ExpectToolCalls",
+    "Expectation",
+    "ExpectationFailed",
+    "GhostrunError",
+    "Judge",
+    "JudgeUnavailable",
+    "Mode",
+    "OllamaJudge",
+    "OpenAICompatibleJudge",
+    "Session",
+    "TestCaseMixin",
+    "ToolCall",
+    "UnsupportedHttpx",
+    "Verdict",
+    "__version__",
+    "configure",
+    "expect",
+    "expect_tool_calls",
+    "session",
+}
+
+
+def test_exported_names() -> None:
+    assert set(ghostrun.__all__) == EXPECTED
+    for name in ghostrun.__all__:
+        assert getattr(ghostrun, name) is not None
+
+
+def test_error_tree() -> None:
+    for error in (ghostrun.CassetteError, ghostrun.UnsupportedHttpx, ghostrun.JudgeUnavailable):
+        assert issubclass(error, ghostrun.GhostrunError)
+    assert issubclass(ghostrun.GhostrunError, Exception)
+    assert not issubclass(ghostrun.CacheMiss, Exception)
+    assert issubclass(ghostrun.ExpectationFailed, AssertionError)
+
+
+def test_provider_hosts_cover_the_major_providers() -> None:
+    from ghostrun._hosts import HostMatcher
+
+    matcher = HostMatcher(ghostrun.PROVIDER_HOSTS)
+    for host in (
+        "api.openai.com",
+        "myres.openai.azure.com",
+        "api.anthropic.com",
+        "generativelanguage.googleapis.com",
+        "us-central1-aiplatform.googleapis.com",
+        "bedrock-runtime.us-east-1.amazonaws.com",
+        "api.mistral.ai",
+        "api.groq.com",
+        "openrouter.ai",
+    ):
+        assert matcher(host), host
+    for host in ("example.com", "openai.com.evil.test", "s3.amazonaws.com", "127.0.0.1"):
+        assert not matcher(host), host
