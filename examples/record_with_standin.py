@@ -137,9 +137,7 @@ def route_openai_to(standin: Any) -> None:
     def handle_request(self: httpx2.HTTPTransport, request: httpx2.Request) -> Any:
         return sync_send(self, redirected(request))
 
-    async def handle_async_request(
-        self: httpx2.AsyncHTTPTransport, request: httpx2.Request
-    ) -> Any:
+    async def handle_async_request(self: httpx2.AsyncHTTPTransport, request: httpx2.Request) -> Any:
         return await async_send(self, redirected(request))
 
     httpx2.HTTPTransport.handle_request = handle_request  # type: ignore[method-assign]

@@ -152,5 +152,6 @@ def answer_order_question(question: str, max_turns: int = 4) -> AgentAnswer:
             return AgentAnswer(message.content or "", messages)
         for call in message.tool_calls:
             result = lookup_order(**json.loads(call.function.arguments))
-            messages.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)})
+            tool_message = {"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)}
+            messages.append(tool_message)
     raise RuntimeError(f"no answer after {max_turns} turns")

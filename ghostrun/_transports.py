@@ -61,11 +61,12 @@ def _kit(lib: ModuleType) -> Any:
     """Build the transport and stream classes for one httpx-family library."""
 
     def replayed(recording: Recording, tag: str = "replayed") -> Any:
-        if recording.chunks is None and recording.stream_error is None:
-            stream: Any = lib.ByteStream(recording.body)
+        if recording.chunks is not None:
+            stream: Any = ReplayStream(recording.chunks, recording.stream_error)
+        elif recording.stream_error is not None:
+            stream = ReplayStream([recording.body] if recording.body else [], recording.stream_error)
         else:
-            chunks = recording.body and [recording.body] if recording.chunks is None else None
-            stream = ReplayStream(chunks or recording.chunks or [], recording.stream_error)
+            stream = lib.ByteStream(recording.body)
         return lib.Response(
             recording.status,
             headers=recording.headers,
@@ -77,7 +78,8 @@ def _kit(lib: ModuleType) -> Any:
         cls = getattr(lib, error[0], None)
         if not (isinstance(cls, type) and issubclass(cls, lib.TransportError)):
             cls = lib.RemoteProtocolError
-        return cls(error[1])
+        exc: BaseException = cls(error[1])
+        return exc
 
     class ReplayStream(lib.SyncByteStream, lib.AsyncByteStream):  # type: ignore[misc, name-defined]
         """Hands back the recorded chunks one by one, then the recorded break, if any."""
