@@ -6,12 +6,13 @@ Runs the pytest suite, the unittest suite and the prompt-check script, each
 in its own process, from the repository root. Every model call is answered
 from ``examples/cassettes/``: no key, no network, no cost.
 
-The mode is ``auto`` unless you set ``GHOSTRUN_MODE``: every request has a
-cassette, so nothing is sent, while the semantic checks may still reach a
-judge if you run one (``ollama serve``); their verdicts are then cached under
-``examples/cassettes/judge/``. With no judge they are skipped, and the skip
-message says how to enable grading. The script checks that no new cassette
-was written: a new one would mean a request went to the network.
+The mode is ``replay`` unless you set ``GHOSTRUN_MODE``: nothing is ever sent.
+Semantic checks read cached verdicts only; where none is cached they are
+skipped (``GHOSTRUN_ON_JUDGE_UNAVAILABLE=skip``), and the skip message says how
+to enable grading. With a judge running (``ollama serve``), run with
+``GHOSTRUN_MODE=auto`` once to grade them; their verdicts are then cached under
+``examples/cassettes/judge/``. The script also checks that no new cassette was
+written: a new one would mean a request went to the network.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ class Outcome:
 
 def main() -> int:
     env = dict(os.environ)
-    env.setdefault("GHOSTRUN_MODE", "auto")
+    env.setdefault("GHOSTRUN_MODE", "replay")
     before = _cassettes()
     print(f"ghostrun examples: mode {env['GHOSTRUN_MODE']}, cassettes in {_rel(CASSETTES)}\n")
     outcomes = [_run(name, command, env) for name, command in STEPS]
@@ -86,7 +87,7 @@ def _summary(outcomes: list[Outcome], new: list[str]) -> int:
         print(
             "\nSemantic checks were skipped: no judge is running and no verdict is cached.\n"
             "To grade them locally: `ollama serve` and `ollama pull llama3.2:3b`, then run\n"
-            "this again (the verdicts are cached under examples/cassettes/judge/)."
+            "this again with GHOSTRUN_MODE=auto (the verdicts are cached under examples/cassettes/judge/)."
         )
     failed = [o.name for o in outcomes if o.returncode != 0]
     print(f"\n{'FAILED: ' + ', '.join(failed) if failed else 'All examples passed.'}")

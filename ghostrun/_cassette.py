@@ -18,7 +18,7 @@ for chunk and binary bodies byte for byte.
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -50,18 +50,31 @@ class Recording:
         return self.status == 429 or self.status >= 500
 
 
-@dataclass(slots=True)
 class Cassette:
-    """A parsed cassette; responses are decoded on first use, once."""
+    """A cassette: its responses, decoded once, and the JSON document behind them.
 
-    path: Path
-    key: str
-    request: dict[str, Any]
-    raw_responses: list[dict[str, Any]]
-    _decoded: dict[int, Recording] = field(default_factory=dict)
+    A loaded cassette keeps only its decoded responses: a session replaying
+    thousands of cassettes leaves the garbage collector few objects to walk
+    (kept, the parsed documents make every full collection slower, and the
+    suite with it). The document (``request``, ``raw_responses``) is read from
+    the file again only when a response is added to the cassette.
+    """
+
+    __slots__ = ("_decoded", "_document", "key", "path")
+
+    def __init__(
+        self, path: Path, key: str, request: dict[str, Any], raw_responses: list[dict[str, Any]]
+    ) -> None:
+        self.path = path
+        self.key = key
+        self._document: tuple[dict[str, Any], list[dict[str, Any]]] | None = (
+            request,
+            raw_responses,
+        )
+        self._decoded: dict[int, Recording] = {}
 
     def __len__(self) -> int:
-        return len(self.raw_responses)
+        return len(self._decoded) if self._document is None else len(self._document[1])
 
     def response(self, index: int) -> Recording:
         found = self._decoded.get(index)
@@ -69,8 +82,39 @@ class Cassette:
             found = self._decoded[index] = _decode_response(self.raw_responses[index], self.path)
         return found
 
+    @property
+    def request(self) -> dict[str, Any]:
+        return self._parsed()[0]
+
+    @request.setter
+    def request(self, value: dict[str, Any]) -> None:
+        self._document = (value, self._parsed()[1])
+
+    @property
+    def raw_responses(self) -> list[dict[str, Any]]:
+        return self._parsed()[1]
+
+    def _parsed(self) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        if self._document is None:  # read again: another process may have added to it
+            found = Cassette._read(self.path)
+            self._document = found[1:] if found is not None else ({}, [])
+            self._decoded = {}
+        return self._document
+
     @classmethod
     def load(cls, path: Path) -> Cassette | None:
+        """The cassette at ``path`` with every response decoded, or None if there is none."""
+        found = cls._read(path)
+        if found is None:
+            return None
+        key, _request, responses = found
+        cassette = cls(path, key, {}, [])
+        cassette._decoded = {i: _decode_response(raw, path) for i, raw in enumerate(responses)}
+        cassette._document = None
+        return cassette
+
+    @staticmethod
+    def _read(path: Path) -> tuple[str, dict[str, Any], list[dict[str, Any]]] | None:
         data = read_json(path)
         if data is None:
             return None
@@ -86,7 +130,7 @@ class Cassette:
         request = data.get("request")
         if not isinstance(responses, list) or not isinstance(request, dict):
             raise CassetteError(f'corrupt cassette {path}: "request" or "responses" missing')
-        return cls(path, str(data.get("key", path.stem)), request, responses)
+        return str(data.get("key", path.stem)), request, responses
 
     def save(self) -> None:
         document = {
@@ -184,6 +228,8 @@ def _headers_to_json(headers: list[tuple[str, str]]) -> dict[str, str | list[str
 def _headers_from_json(headers: dict[str, str | list[str]]) -> list[tuple[str, str]]:
     pairs = []
     for name, value in headers.items():
-        for one in value if isinstance(value, list) else [value]:
-            pairs.append((name, one))
+        if isinstance(value, list):
+            pairs += [(name, one) for one in value]
+        else:
+            pairs.append((name, value))
     return pairs

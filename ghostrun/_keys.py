@@ -77,6 +77,7 @@ CREDENTIAL_QUERY_PARAMS = CREDENTIAL_FIELDS | frozenset(
         "oauthsignature",
     }
 )
+_QUOTED_CREDENTIAL_FIELDS = tuple(f'"{name}"' for name in sorted(CREDENTIAL_FIELDS))
 _DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 _SORTED_COMPACT = orjson.OPT_SORT_KEYS
 
@@ -128,7 +129,8 @@ def canonical_body(body: bytes, content_type: str, ignore: Sequence[tuple[str, .
             value = orjson.loads(body)
         except orjson.JSONDecodeError:
             return body
-        value = _without_credentials(value)
+        if _may_name_credential(body):
+            value = _without_credentials(value)
         for path in ignore:
             _remove(value, path)
         return orjson.dumps(value, option=_SORTED_COMPACT)
@@ -147,6 +149,19 @@ def match_key(method: str, url: str, body: bytes) -> str:
     digest.update(b"\n")
     digest.update(body)
     return digest.hexdigest()[:32]
+
+
+def _may_name_credential(body: bytes) -> bool:
+    """False only when no JSON key in ``body`` can name a credential: most bodies skip the walk.
+
+    Such a key shows in the text as ``"name"`` once the text is squashed like
+    the names are, unless an escape (``\\u``) spells it.
+    """
+    text = body.decode("utf-8", "replace")
+    if "\\u" in text:
+        return True
+    squashed = text.lower().replace("-", "").replace("_", "")
+    return any(key in squashed for key in _QUOTED_CREDENTIAL_FIELDS)
 
 
 def _without_credentials(value: Any) -> Any:

@@ -140,6 +140,7 @@ _SECRET_SHAPES = re.compile(
     r"|-----BEGIN[A-Z ]*PRIVATE KEY-----.*?-----END[A-Z ]*PRIVATE KEY-----",
     re.DOTALL,
 )
+_COOKIE_NAME = re.compile(r"(?:^|;)\s*[^=;\s]+=")
 _FORM = re.compile(r"[^=&\s]+=[^&\s]*(?:&[^=&\s]+=[^&\s]*)*")
 _BASE64_KINDS = ("base64", "chunks_base64")
 _MIN_SECRET = 6  # shorter values would mask unrelated text
@@ -217,10 +218,10 @@ def _header_secrets(name: str, value: str) -> set[str]:
     value = value.strip()
     found = {value}
     if "cookie" in name:
-        found.add(value.partition("=")[2].strip())  # one cookie whose value holds a ";"
-        for pair in value.split(";"):
-            cookie = pair.partition("=")[2].strip()
-            found.update({cookie, cookie.strip('"')})
+        for start in _COOKIE_NAME.finditer(value):
+            rest = value[start.end() :].strip()  # a last cookie whose value holds a ";"
+            cookie = rest.split(";")[0].strip()
+            found.update({rest, cookie, cookie.strip('"')})
         return found
     scheme, _, rest = value.partition(" ")
     rest = rest.strip()

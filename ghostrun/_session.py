@@ -17,12 +17,13 @@ import functools
 import inspect
 import os
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
+from urllib.parse import parse_qsl
 
 from . import _patch
 from ._cassette import Cassette, Recording, encode_body, encode_response
@@ -31,7 +32,6 @@ from ._exceptions import CacheMiss
 from ._hosts import PROVIDER_HOSTS, HostMatcher
 from ._keys import canonical_body, canonical_url, match_key, split_field_paths
 from ._modes import Mode, resolve_mode
-from ._redact import collect_secrets, keep_request_header, keep_response_header, redact_entry
 
 __all__ = ["Session", "bypass_interception", "current_session", "session"]
 
@@ -42,6 +42,7 @@ _context_stack: ContextVar[tuple[Session, ...]] = ContextVar("ghostrun_sessions"
 _bypass: ContextVar[bool] = ContextVar("ghostrun_bypass", default=False)
 _global_stack: list[Session] = []
 _global_lock = threading.Lock()
+_AUTH_FAILURES = frozenset({401, 403, 407})
 
 
 def current_session() -> Session | None:
@@ -82,7 +83,7 @@ class RequestInfo:
 
     method: str
     url: str  # canonical: credential query parameters dropped, query sorted
-    headers: list[tuple[str, str]]
+    headers: Sequence[tuple[str, str]]  # lower-case names
     query: list[tuple[str, str]]
     body: bytes
     content_type: str
@@ -227,17 +228,17 @@ class Session:
         self,
         method: str,
         url_parts: tuple[str, str, int | None, str, str],
-        headers: list[tuple[str, str]],
+        headers: Sequence[tuple[str, str]],
         body: bytes,
+        content_type: str | None = None,
     ) -> RequestInfo:
-        """Build the key of a request from its parts (scheme, host, port, path, query)."""
-        from urllib.parse import parse_qsl
+        """Build the key of a request from its parts (scheme, host, port, path, query).
 
-        content_type = ""
-        for name, value in headers:
-            if name == "content-type":
-                content_type = value
-                break
+        An adapter that knows the content type passes it, so that ``headers``
+        may be a lazy sequence: a replayed request never reads them.
+        """
+        if content_type is None:
+            content_type = next((v for k, v in headers if k == "content-type"), "")
         url = canonical_url(*url_parts)
         info = RequestInfo(
             method.upper(),
@@ -274,7 +275,13 @@ class Session:
             return None
 
     def commit(self, info: RequestInfo, recording: Recording) -> None:
-        """Write a response just received; a retried-past transient failure is replaced."""
+        """Write a response just received; a retried-past transient failure is replaced.
+
+        An authentication failure (401, 403, 407) is handed on but never written:
+        replayed, it would keep answering "bad key" long after the key was fixed.
+        """
+        if recording.status in _AUTH_FAILURES:
+            return
         with self._lock:
             cassette = self._cassette_for_writing(info)
             if self._recorded_here.get(info.key, 0) and _last_transient(cassette):
@@ -304,6 +311,8 @@ class Session:
         return cassette
 
     def _entry(self, info: RequestInfo, recording: Recording) -> dict[str, Any]:
+        from ._redact import collect_secrets, keep_request_header, keep_response_header, redact_entry
+
         entry = {
             "request": {
                 "method": info.method,

@@ -11,7 +11,7 @@ have the same names, so each gets its own subclasses, built once.
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -53,7 +53,29 @@ def live_headers(headers: Any) -> list[tuple[str, str]]:
 def _describe(session: Session, request: Any, body: bytes) -> RequestInfo:
     url = request.url
     parts = (url.scheme, url.host, url.port, url.path, url.query.decode("ascii", "replace"))
-    return session.describe(request.method, parts, request.headers.multi_items(), body)
+    content_type = request.headers.get("content-type", "")
+    return session.describe(request.method, parts, _HeaderPairs(request.headers), body, content_type)
+
+
+class _HeaderPairs(Sequence[tuple[str, str]]):
+    """``headers.multi_items()``, built when first read: replaying a request never reads them."""
+
+    __slots__ = ("_headers", "_items")
+
+    def __init__(self, headers: Any) -> None:
+        self._headers = headers
+        self._items: list[tuple[str, str]] | None = None
+
+    def _list(self) -> list[tuple[str, str]]:
+        if self._items is None:
+            self._items = self._headers.multi_items()
+        return self._items
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._list()[index]
+
+    def __len__(self) -> int:
+        return len(self._list())
 
 
 @functools.cache

@@ -26,6 +26,7 @@ from typing import Any
 
 import orjson
 
+from . import _runlog
 from ._config import settings
 from ._exceptions import CacheMiss, CassetteError, JudgeUnavailable
 from ._files import dump_json, read_json, write_atomic
@@ -229,11 +230,14 @@ def _prepare(text: str, criterion: str, judge: Any) -> _Job:
     context = _context()
     key = verdict_key(resolved.identity, resolved.votes, text, criterion)
     path = _verdict_path(context.cassette_dir, key)
+    _runlog.verdict_used(key, context.cassette_dir)
     cached = None
     if context.mode is not Mode.RECORD:
         record = read_json(path)
         cached = None if record is None else _from_record(record, path)
         if cached is None and context.mode is Mode.REPLAY:
+            if _skip_when_unavailable():
+                raise _replay_skip(resolved, criterion, path)
             raise _note_miss(context.session, _miss(resolved, text, criterion, path))
     if cached is not None:
         _note(context.session, criterion, cached)
@@ -291,19 +295,30 @@ def _skip_when_unavailable() -> bool:
     return settings.on_judge_unavailable == "skip"
 
 
+def _replay_skip(judge: Judge, criterion: str, path: Path) -> unittest.SkipTest:
+    """Replay never calls the judge: with the skip setting, an uncached verdict skips."""
+    return unittest.SkipTest(
+        f"semantic assertion skipped: no cached verdict for {criterion!r} from "
+        f"{judge.identity}, and replay mode never calls the judge "
+        f"({_ON_UNAVAILABLE_ENV}=skip). {_how_to_grade(judge)} Then run once with "
+        f"GHOSTRUN_MODE=auto to store {path.name} under judge/, and commit it."
+    )
+
+
+def _how_to_grade(judge: Judge) -> str:
+    setup = getattr(judge, "setup_commands", ())
+    if setup:
+        return f"To enable grading, run: {' && '.join(f'`{c}`' for c in setup)}."
+    return "To enable grading, start the judge's server."
+
+
 def _skip_for(exc: JudgeUnavailable, judge: Judge) -> unittest.SkipTest | None:
     """The SkipTest that replaces ``exc`` when the user asked for skips, else None."""
     if not _skip_when_unavailable():
         return None
-    setup = getattr(judge, "setup_commands", ())
-    how = (
-        f" To enable grading, run: {' && '.join(f'`{c}`' for c in setup)}."
-        if setup
-        else " To enable grading, start the judge's server."
-    )
     return unittest.SkipTest(
         f"semantic assertion skipped: no cached verdict and the judge {judge.identity} "
-        f"is unavailable ({_ON_UNAVAILABLE_ENV}=skip). {exc}{how}"
+        f"is unavailable ({_ON_UNAVAILABLE_ENV}=skip). {exc} {_how_to_grade(judge)}"
     )
 
 

@@ -149,6 +149,11 @@ class _Ghostrun:
         report = yield
         if call.excinfo is not None and call.when in ("setup", "call"):
             item.stash[_EXCEPTION] = call.excinfo.value
+            if report.skipped and _points_into_pytest(report.longrepr):
+                # A semantic check's unittest.SkipTest, which pytest re-raises from its
+                # own unittest support: point at the test instead.
+                path, lineno = item.reportinfo()[:2]
+                report.longrepr = (str(path), (lineno or 0) + 1, report.longrepr[2])
         return report
 
     @pytest.hookimpl(wrapper=True)
@@ -245,3 +250,8 @@ def _outcome(report: pytest.TestReport) -> str | None:
     if report.skipped and report.when == "setup":
         return "skipped"
     return None
+
+
+def _points_into_pytest(longrepr: object) -> bool:
+    """True for a skip located inside pytest itself (its unittest support)."""
+    return isinstance(longrepr, tuple) and "_pytest" in Path(str(longrepr[0])).parts

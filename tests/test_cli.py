@@ -332,3 +332,19 @@ def test_python_dash_m_ghostrun_is_the_same_command() -> None:
         assert command in done.stdout
     bare = subprocess.run([str(GHOSTRUN)], env=clean_env(), capture_output=True, text=True)
     assert bare.returncode == 2 and "usage: ghostrun" in bare.stderr
+
+
+def test_diff_skips_a_snapshot_written_by_the_same_run_as_last(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ghostrun import _runlog
+
+    fields = {"kind": "contains", "criterion": "c", "reason": "r", "judge": None}
+    for passed, snapshot in ((True, "v1"), (False, "v2")):
+        log = _runlog.RunLog()
+        log.assertion(("t", None, tmp_path), text="x", passed=passed, **fields)
+        log.write(snapshot)
+    os.utime(tmp_path / "runs" / "v1.json", (1, 1))  # v2 is the newest snapshot, but it is _last
+
+    assert _cli.main(["diff", "--cassette-dir", str(tmp_path)]) == 1
+    assert capsys.readouterr().out.startswith("ghostrun diff: v1 -> _last")

@@ -35,7 +35,7 @@ from hypothesis import strategies as st
 from simulator import ProviderSimulator
 
 import ghostrun
-from ghostrun._redact import MASK
+from ghostrun._redact import MASK, collect_secrets, redact_entry
 
 PROMPT = "Summarise my account, please."
 MESSAGES: Any = [{"role": "user", "content": PROMPT}]
@@ -446,6 +446,30 @@ def test_secret_in_a_binary_response_body_is_masked(cassette_dir: Path) -> None:
     assert replayed == audio.replace(key.encode(), MASK.encode())
 
 
+UNICODE_K = "\\u006b"  # "k" spelled as a JSON unicode escape
+
+
+def test_secret_echoed_in_other_encodings_is_masked(
+    provider: ProviderSimulator, cassette_dir: Path
+) -> None:
+    key = 'k3y/with+"odd"&chars=' + random_secrets.token_hex(8)
+    echoes = [
+        f"url=https://h/v1?key={quote(key, safe='')}",  # as an error message quotes the URL
+        f"form={quote_plus(key)}",
+        f"json={json.dumps({'api_key': key})}",  # JSON text inside the reply string
+        "unicode=" + json.dumps(key).replace("k", UNICODE_K),
+        f"html={html.escape(key)}",
+    ]
+    provider.reply = lambda body: " | ".join(echoes)
+    with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=HOSTS):
+        text = _raw_chat(provider, {"x-api-key": key})
+
+    assert all(echo in text for echo in echoes)
+    assert_not_on_disk(cassette_dir, [key])
+    content = only_cassette(cassette_dir)["responses"][0]["body"]["json"]["choices"][0]
+    assert content["message"]["content"].count(MASK) == len(echoes)
+
+
 # -- what is stored, and what is not ----------------------------------------------------
 
 
@@ -578,6 +602,103 @@ def test_secret_shapes_in_the_prompt_are_masked(
     # A response is replayed verbatim: only credentials the request carried are masked there.
     reply = only_cassette(cassette_dir)["responses"][0]["body"]["json"]["choices"][0]["message"]
     assert shapes[0] in reply["content"]
+
+
+# -- the masking rules as pure functions ---------------------------------------------
+
+SIGV4 = (
+    "AWS4-HMAC-SHA256 Credential=AKIAABCDEFGHIJKLMNOP/20250101/us-east-1/bedrock/aws4_request, "
+    "SignedHeaders=host;x-amz-date, Signature=0123456789abcdef0123456789abcdef"
+)
+COLLECTED = [
+    pytest.param([("authorization", "Bearer tok-0123456789")], [], {"tok-0123456789"}, id="bearer"),
+    pytest.param(
+        [("authorization", "Basic " + base64.b64encode(b"svc-user:pa55word!").decode())],
+        [],
+        {"pa55word!", "svc-user", "svc-user:pa55word!"},
+        id="basic",
+    ),
+    pytest.param(
+        [("authorization", SIGV4)],
+        [],
+        {"AKIAABCDEFGHIJKLMNOP", "0123456789abcdef0123456789abcdef"},
+        id="sigv4",
+    ),
+    pytest.param(
+        [("cookie", "theme=dark; session=abc;def=ghi123")],
+        [],
+        {"abc;def=ghi123", "ghi123"},
+        id="cookie",
+    ),
+    pytest.param(
+        [("X-Goog-Api-Key", "AIza-0123456789"), ("x-vendor-token", "vendor-0123")],
+        [],
+        {"AIza-0123456789", "vendor-0123"},
+        id="by header name words",
+    ),
+    pytest.param(
+        [],
+        [("key", "AIza-query-key"), ("X-Amz-Credential", "AKIAQUERY0000/2025/x"), ("q", "plain-q")],
+        {"AIza-query-key", "AKIAQUERY0000"},
+        id="query",
+    ),
+]
+
+
+@pytest.mark.parametrize(("headers", "query", "expected"), COLLECTED)
+def test_collect_secrets(
+    headers: list[tuple[str, str]], query: list[tuple[str, str]], expected: set[str]
+) -> None:
+    found = collect_secrets(headers, query)
+    assert expected <= found
+    assert not {"dark", "theme=dark", "plain-q", "Bearer", "Basic"} & found
+
+
+def test_harmless_headers_are_not_credentials() -> None:
+    headers = [
+        ("content-type", "application/json"),
+        ("anthropic-version", "2023-06-01"),
+        ("x-stainless-retry-count", "0"),
+        ("openai-organization", "org-0123456789"),
+        ("x-amz-date", "20250101T000000Z"),
+        ("x-goog-api-client", "google-genai-sdk/3.6.1"),
+    ]
+    assert collect_secrets(headers) == frozenset()
+
+
+def _masked(text: Any, *secrets: str) -> Any:
+    entry = {"request": {"body": {"text": "-"}}, "response": {"body": {"json": text}}}
+    return redact_entry(entry, frozenset(secrets))["response"]["body"]["json"]
+
+
+MASKED = [
+    pytest.param({"k": "x secret-one y"}, ["secret-one"], {"k": f"x {MASK} y"}, id="plain"),
+    pytest.param({"secret-one": 1}, ["secret-one"], {MASK: 1}, id="as a JSON key"),
+    pytest.param("a%2fb%2Bc-0123", ["a/b+c-0123"], MASK, id="percent, either hex case"),
+    pytest.param(
+        '{\\"k\\": \\"q\\\\\\"uote-0123\\"}',
+        ['q"uote-0123'],
+        '{\\"k\\": \\"' + MASK + '\\"}',
+        id="JSON escaped twice",
+    ),
+    pytest.param("abcdefgh12345678", ["abcdefgh12", "gh12345678"], MASK, id="overlapping"),
+    pytest.param("S3cret-pw &amp; more", ["S3cret-pw & more"], MASK, id="html"),
+    pytest.param(["ok", 7, None, True], ["secret-one"], ["ok", 7, None, True], id="untouched"),
+]
+
+
+@pytest.mark.parametrize(("value", "secrets", "expected"), MASKED)
+def test_exact_values_are_masked_in_any_encoding(
+    value: Any, secrets: list[str], expected: Any
+) -> None:
+    assert _masked(value, *secrets) == expected
+
+
+def test_redact_entry_does_not_mutate_its_input() -> None:
+    entry = {"request": {"body": {"json": {"api_key": "k-0123456"}}}, "response": {}}
+    before = json.dumps(entry)
+    redact_entry(entry, frozenset({"k-0123456"}))
+    assert json.dumps(entry) == before
 
 
 # -- the user's redact hook --------------------------------------------------------------

@@ -429,11 +429,16 @@ def test_skip_setting_never_hides_a_cached_verdict(
     assert grade("Sorry!", "apologises", judge).passed
 
 
-def test_skip_setting_leaves_replay_misses_alone(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("GHOSTRUN_ON_JUDGE_UNAVAILABLE", "skip")
+def test_skip_setting_turns_a_replay_verdict_miss_into_a_skip(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("GHOSTRUN_MODE", "replay")
+    judge = OllamaJudge(host=closed_port_url())
     with pytest.raises(CacheMiss):
-        grade("Sorry!", "apologises", OllamaJudge(host=closed_port_url()))
+        grade("Sorry!", "apologises", judge)
+    monkeypatch.setenv("GHOSTRUN_ON_JUDGE_UNAVAILABLE", "skip")
+    with pytest.raises(unittest.SkipTest, match="ollama pull llama3.2:3b.*GHOSTRUN_MODE=auto"):
+        grade("Sorry!", "apologises", judge)
 
 
 @pytest.mark.anyio
