@@ -9,11 +9,11 @@ from __future__ import annotations
 from ._config import configure
 from ._exceptions import CacheMiss, CassetteError, GhostrunError, JudgeUnavailable, UnsupportedHttpx
 from ._expect import Expectation, ExpectationFailed, expect, expect_tool_calls
-from ._tool_calls import ExpectToolCalls, ToolCall
 from ._hosts import PROVIDER_HOSTS
 from ._judges import CallableJudge, Judge, OllamaJudge, OpenAICompatibleJudge
 from ._modes import Mode
 from ._session import Session, session
+from ._tool_calls import ExpectToolCalls, ToolCall
 from ._unittest import TestCaseMixin
 from ._verdicts import Verdict
 

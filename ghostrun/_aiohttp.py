@@ -30,7 +30,7 @@ from typing import Any, NoReturn
 
 from ._cassette import Recording
 from ._exceptions import UnsupportedHttpx
-from ._session import RequestInfo, Session, intercepting_session
+from ._session import RequestInfo, Session, Tape, intercepting_session
 from ._transports import is_stream
 
 __all__ = ["AiohttpAdapter"]
@@ -123,24 +123,6 @@ def _reason(status: int) -> str:
         return ""
 
 
-class _Tape:
-    """Collects a live stream's chunks and commits them once, however it ends."""
-
-    def __init__(self, session: Session, info: RequestInfo, status: int, headers: Any) -> None:
-        self.session, self.info, self.status, self.headers = session, info, status, headers
-        self.chunks: list[bytes] = []
-        self.done = False
-
-    def finish(self, error: BaseException | None = None) -> None:
-        if self.done:
-            return
-        self.done = True
-        broke = (type(error).__name__, str(error)) if error is not None else None
-        self.session.commit(
-            self.info, Recording(self.status, self.headers, chunks=self.chunks, stream_error=broke)
-        )
-
-
 class _Wire:
     """Stands in for the connection protocol a ``StreamReader`` throttles."""
 
@@ -212,7 +194,7 @@ def _kit(aiohttp: ModuleType) -> Any:
     class RelayReader(ChunkReader):
         """Passes a live stream on chunk by chunk, taping each chunk for the cassette."""
 
-        def __init__(self, live: Any, tape: _Tape, loop: Any) -> None:
+        def __init__(self, live: Any, tape: Tape, loop: Any) -> None:
             super().__init__(loop)
             self.live, self.tape = live, tape
 
@@ -287,7 +269,7 @@ def _kit(aiohttp: ModuleType) -> Any:
         live = await handler(req)
         headers = _live_headers(live.headers)
         if is_stream(live.headers.get("content-type", "")):
-            tape = _Tape(session, info, live.status, headers)
+            tape = Tape(session, info, live.status, headers)
             relay = RelayReader(live, tape, req.loop)
             return response(req, live.status, live.reason or "", headers, relay)
         try:

@@ -90,6 +90,29 @@ class RequestInfo:
     key: str = ""
 
 
+class Tape:
+    """Collects a live stream's chunks and commits them once, however the stream ends.
+
+    Every HTTP library's adapter records streams through one of these, so a
+    stream that broke mid-way is stored the same way whichever library read it.
+    """
+
+    def __init__(
+        self, session: Session, info: RequestInfo, status: int, headers: list[tuple[str, str]]
+    ) -> None:
+        self.session, self.info, self.status, self.headers = session, info, status, headers
+        self.chunks: list[bytes] = []
+        self.done = False
+
+    def finish(self, error: BaseException | None = None) -> None:
+        if self.done:
+            return
+        self.done = True
+        broke = (type(error).__name__, str(error)) if error is not None else None
+        recording = Recording(self.status, self.headers, chunks=self.chunks, stream_error=broke)
+        self.session.commit(self.info, recording)
+
+
 class Session:
     """Record and replay the provider requests made inside it.
 
@@ -292,26 +315,44 @@ class Session:
             cassette.request = entry["request"]
             cassette.raw_responses.append(entry["response"])
             cassette.save()
+            self._keep(info.key, cassette)
             self._recorded_here[info.key] = self._recorded_here.get(info.key, 0) + 1
             self.recorded += 1
 
     def _cassette(self, key: str) -> Cassette | None:
-        if key not in self._cassettes:
-            self._cassettes[key] = Cassette.load(self.cassette_dir / f"{key}.json")
-        return self._cassettes[key]
+        """The key's cassette, read once per session unless it holds a single response.
+
+        A cassette of one response (nearly all) is read again if its request
+        repeats: kept by the thousand, cassettes would slow down every full
+        garbage collection of a long session.
+        """
+        if key in self._cassettes:
+            return self._cassettes[key]
+        cassette = Cassette.load(self.cassette_dir / f"{key}.json")
+        self._keep(key, cassette)
+        return cassette
+
+    def _keep(self, key: str, cassette: Cassette | None) -> None:
+        if cassette is None or len(cassette) > 1:
+            self._cassettes[key] = cassette
+        else:
+            self._cassettes.pop(key, None)
 
     def _cassette_for_writing(self, info: RequestInfo) -> Cassette:
         """Record mode starts each key afresh once per session; auto appends."""
         fresh = self.mode is Mode.RECORD and info.key not in self._recorded_here
         cassette = None if fresh else self._cassette(info.key)
         if cassette is None:
-            path = self.cassette_dir / f"{info.key}.json"
-            cassette = Cassette(path, info.key, {}, [])
-            self._cassettes[info.key] = cassette
+            cassette = Cassette(self.cassette_dir / f"{info.key}.json", info.key, {}, [])
         return cassette
 
     def _entry(self, info: RequestInfo, recording: Recording) -> dict[str, Any]:
-        from ._redact import collect_secrets, keep_request_header, keep_response_header, redact_entry
+        from ._redact import (
+            collect_secrets,
+            keep_request_header,
+            keep_response_header,
+            redact_entry,
+        )
 
         entry = {
             "request": {

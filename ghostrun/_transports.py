@@ -16,7 +16,7 @@ from types import ModuleType
 from typing import Any
 
 from ._cassette import Recording
-from ._session import RequestInfo, Session, intercepting_session
+from ._session import RequestInfo, Session, Tape, intercepting_session
 
 __all__ = ["wrap_routing"]
 
@@ -54,7 +54,9 @@ def _describe(session: Session, request: Any, body: bytes) -> RequestInfo:
     url = request.url
     parts = (url.scheme, url.host, url.port, url.path, url.query.decode("ascii", "replace"))
     content_type = request.headers.get("content-type", "")
-    return session.describe(request.method, parts, _HeaderPairs(request.headers), body, content_type)
+    return session.describe(
+        request.method, parts, _HeaderPairs(request.headers), body, content_type
+    )
 
 
 class _HeaderPairs(Sequence[tuple[str, str]]):
@@ -78,6 +80,10 @@ class _HeaderPairs(Sequence[tuple[str, str]]):
         return len(self._list())
 
 
+def _tape(session: Session, info: RequestInfo, response: Any) -> Tape:
+    return Tape(session, info, response.status_code, live_headers(response.headers))
+
+
 @functools.cache
 def _kit(lib: ModuleType) -> Any:
     """Build the transport and stream classes for one httpx-family library."""
@@ -86,7 +92,9 @@ def _kit(lib: ModuleType) -> Any:
         if recording.chunks is not None:
             stream: Any = ReplayStream(recording.chunks, recording.stream_error)
         elif recording.stream_error is not None:
-            stream = ReplayStream([recording.body] if recording.body else [], recording.stream_error)
+            stream = ReplayStream(
+                [recording.body] if recording.body else [], recording.stream_error
+            )
         else:
             stream = lib.ByteStream(recording.body)
         return lib.Response(
@@ -121,37 +129,14 @@ def _kit(lib: ModuleType) -> Any:
             if self.error:
                 raise stream_error(self.error)
 
-    class Tape:
-        """Collects a live stream's decoded chunks and commits them once, however it ends."""
-
-        def __init__(self, session: Session, info: RequestInfo, response: Any) -> None:
-            self.session, self.info, self.response = session, info, response
-            self.chunks: list[bytes] = []
-            self.done = False
-
-        def finish(self, error: BaseException | None = None) -> None:
-            if self.done:
-                return
-            self.done = True
-            broke = (type(error).__name__, str(error)) if error is not None else None
-            self.session.commit(
-                self.info,
-                Recording(
-                    self.response.status_code,
-                    live_headers(self.response.headers),
-                    chunks=self.chunks,
-                    stream_error=broke,
-                ),
-            )
-
     class RecordingStream(lib.SyncByteStream):  # type: ignore[misc, name-defined]
-        def __init__(self, tape: Tape) -> None:
-            self.tape = tape
+        def __init__(self, response: Any, tape: Tape) -> None:
+            self.response, self.tape = response, tape
 
         def __iter__(self) -> Iterator[bytes]:
             tape = self.tape
             try:
-                for chunk in tape.response.iter_bytes():
+                for chunk in self.response.iter_bytes():
                     tape.chunks.append(chunk)
                     yield chunk
             except lib.TransportError as exc:
@@ -161,18 +146,18 @@ def _kit(lib: ModuleType) -> Any:
 
         def close(self) -> None:
             try:
-                self.tape.response.close()
+                self.response.close()
             finally:
                 self.tape.finish()
 
     class AsyncRecordingStream(lib.AsyncByteStream):  # type: ignore[misc, name-defined]
-        def __init__(self, tape: Tape) -> None:
-            self.tape = tape
+        def __init__(self, response: Any, tape: Tape) -> None:
+            self.response, self.tape = response, tape
 
         async def __aiter__(self) -> AsyncIterator[bytes]:
             tape = self.tape
             try:
-                async for chunk in tape.response.aiter_bytes():
+                async for chunk in self.response.aiter_bytes():
                     tape.chunks.append(chunk)
                     yield chunk
             except lib.TransportError as exc:
@@ -182,7 +167,7 @@ def _kit(lib: ModuleType) -> Any:
 
         async def aclose(self) -> None:
             try:
-                await self.tape.response.aclose()
+                await self.response.aclose()
             finally:
                 self.tape.finish()
 
@@ -211,7 +196,7 @@ def _kit(lib: ModuleType) -> Any:
                 return replayed(recording)
             response = self.inner.handle_request(request)
             if is_stream(response.headers.get("content-type", "")):
-                return recorded(response, RecordingStream(Tape(session, info, response)))
+                return recorded(response, RecordingStream(response, _tape(session, info, response)))
             try:
                 body = response.read()
             finally:
@@ -230,7 +215,9 @@ def _kit(lib: ModuleType) -> Any:
                 return replayed(recording)
             response = await self.inner.handle_async_request(request)
             if is_stream(response.headers.get("content-type", "")):
-                return recorded(response, AsyncRecordingStream(Tape(session, info, response)))
+                return recorded(
+                    response, AsyncRecordingStream(response, _tape(session, info, response))
+                )
             try:
                 body = await response.aread()
             finally:

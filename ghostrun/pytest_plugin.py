@@ -149,11 +149,12 @@ class _Ghostrun:
         report = yield
         if call.excinfo is not None and call.when in ("setup", "call"):
             item.stash[_EXCEPTION] = call.excinfo.value
-            if report.skipped and _points_into_pytest(report.longrepr):
+            longrepr = report.longrepr
+            if report.skipped and isinstance(longrepr, tuple) and _points_into_pytest(longrepr):
                 # A semantic check's unittest.SkipTest, which pytest re-raises from its
                 # own unittest support: point at the test instead.
                 path, lineno = item.reportinfo()[:2]
-                report.longrepr = (str(path), (lineno or 0) + 1, report.longrepr[2])
+                report.longrepr = (str(path), (lineno or 0) + 1, longrepr[2])
         return report
 
     @pytest.hookimpl(wrapper=True)
@@ -252,6 +253,6 @@ def _outcome(report: pytest.TestReport) -> str | None:
     return None
 
 
-def _points_into_pytest(longrepr: object) -> bool:
+def _points_into_pytest(longrepr: tuple[str, int, str]) -> bool:
     """True for a skip located inside pytest itself (its unittest support)."""
-    return isinstance(longrepr, tuple) and "_pytest" in Path(str(longrepr[0])).parts
+    return "_pytest" in Path(str(longrepr[0])).parts
