@@ -51,7 +51,7 @@ class HostMatcher:
     """Answers "is this host a provider?" in one dict lookup after the first time."""
 
     def __init__(self, patterns: Iterable[str]) -> None:
-        self.patterns = tuple(dict.fromkeys(p.strip().lower() for p in patterns if p.strip()))
+        self.patterns = tuple(dict.fromkeys(_pattern(p) for p in patterns if p.strip()))
         self._cache: dict[tuple[str, int | None], bool] = {}
 
     def __call__(self, host: str, port: int | None = None) -> bool:
@@ -62,6 +62,14 @@ class HostMatcher:
 
     def _match(self, host: str, port: int | None) -> bool:
         return any(_matches(pattern, host, port) for pattern in self.patterns)
+
+
+def _pattern(text: str) -> str:
+    """Accept what users paste: ``https://host:port/v1`` means ``host:port``."""
+    text = text.strip().lower()
+    if "://" in text:
+        text = text.split("://", 1)[1]
+    return text.split("/", 1)[0]
 
 
 def _matches(pattern: str, host: str, port: int | None) -> bool:

@@ -11,6 +11,7 @@ so a cassette recorded with one API key replays with another, or none.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
@@ -77,7 +78,7 @@ CREDENTIAL_QUERY_PARAMS = CREDENTIAL_FIELDS | frozenset(
         "oauthsignature",
     }
 )
-_QUOTED_CREDENTIAL_FIELDS = tuple(f'"{name}"' for name in sorted(CREDENTIAL_FIELDS))
+_QUOTED_CREDENTIAL_FIELD = re.compile('"(?:' + "|".join(sorted(CREDENTIAL_FIELDS)) + ')"')
 _DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 _SORTED_COMPACT = orjson.OPT_SORT_KEYS
 
@@ -143,11 +144,7 @@ def canonical_body(body: bytes, content_type: str, ignore: Sequence[tuple[str, .
 
 
 def match_key(method: str, url: str, body: bytes) -> str:
-    digest = hashlib.sha256(method.upper().encode())
-    digest.update(b"\n")
-    digest.update(url.encode())
-    digest.update(b"\n")
-    digest.update(body)
+    digest = hashlib.sha256(b"\n".join((method.upper().encode(), url.encode(), body)))
     return digest.hexdigest()[:32]
 
 
@@ -161,7 +158,7 @@ def _may_name_credential(body: bytes) -> bool:
     if "\\u" in text:
         return True
     squashed = text.lower().replace("-", "").replace("_", "")
-    return any(key in squashed for key in _QUOTED_CREDENTIAL_FIELDS)
+    return _QUOTED_CREDENTIAL_FIELD.search(squashed) is not None
 
 
 def _without_credentials(value: Any) -> Any:

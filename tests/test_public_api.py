@@ -63,3 +63,11 @@ def test_provider_hosts_cover_the_major_providers() -> None:
         assert matcher(host), host
     for host in ("example.com", "openai.com.evil.test", "s3.amazonaws.com", "127.0.0.1"):
         assert not matcher(host), host
+
+
+def test_hosts_accept_urls_and_ports() -> None:
+    from ghostrun._hosts import HostMatcher
+
+    matcher = HostMatcher(["http://127.0.0.1:8080/v1", "  Example.org "])
+    assert matcher("127.0.0.1", 8080) and not matcher("127.0.0.1", 8081)
+    assert matcher("example.org") and matcher("api.example.org")
