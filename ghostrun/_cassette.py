@@ -63,7 +63,11 @@ class Cassette:
     __slots__ = ("_decoded", "_document", "key", "path")
 
     def __init__(
-        self, path: Path, key: str, request: dict[str, Any], raw_responses: list[dict[str, Any]]
+        self,
+        path: str | Path,
+        key: str,
+        request: dict[str, Any],
+        raw_responses: list[dict[str, Any]],
     ) -> None:
         self.path = path
         self.key = key
@@ -102,7 +106,7 @@ class Cassette:
         return self._document
 
     @classmethod
-    def load(cls, path: Path) -> Cassette | None:
+    def load(cls, path: str | Path) -> Cassette | None:
         """The cassette at ``path`` with every response decoded, or None if there is none."""
         found = cls._read(path)
         if found is None:
@@ -114,7 +118,7 @@ class Cassette:
         return cassette
 
     @staticmethod
-    def _read(path: Path) -> tuple[str, dict[str, Any], list[dict[str, Any]]] | None:
+    def _read(path: str | Path) -> tuple[str, dict[str, Any], list[dict[str, Any]]] | None:
         data = read_json(path)
         if data is None:
             return None
@@ -130,7 +134,8 @@ class Cassette:
         request = data.get("request")
         if not isinstance(responses, list) or not isinstance(request, dict):
             raise CassetteError(f'corrupt cassette {path}: "request" or "responses" missing')
-        return str(data.get("key", path.stem)), request, responses
+        key = str(data["key"]) if "key" in data else Path(path).stem
+        return key, request, responses
 
     def save(self) -> None:
         document = {
@@ -139,7 +144,7 @@ class Cassette:
             "request": self.request,
             "responses": self.raw_responses,
         }
-        write_atomic(self.path, dump_json(document))
+        write_atomic(Path(self.path), dump_json(document))
 
 
 def encode_response(recording: Recording, content_type: str) -> dict[str, Any]:
@@ -197,7 +202,7 @@ def decode_body(body: dict[str, Any]) -> bytes | list[bytes]:
     raise ValueError(f"unknown body encoding {kind!r}")
 
 
-def _decode_response(raw: dict[str, Any], path: Path) -> Recording:
+def _decode_response(raw: dict[str, Any], path: str | Path) -> Recording:
     try:
         decoded = decode_body(raw.get("body") or {"text": ""})
         error = raw.get("stream_error")

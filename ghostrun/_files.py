@@ -48,10 +48,10 @@ def write_atomic(path: Path, data: bytes) -> None:
         raise
 
 
-def read_json(path: Path) -> Any | None:
+def read_json(path: str | os.PathLike[str]) -> Any | None:
     """The parsed file, ``None`` if it does not exist, or a CassetteError naming it."""
     try:
-        data = path.read_bytes()
+        data = _read_bytes(path)
     except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as exc:
@@ -63,3 +63,15 @@ def read_json(path: Path) -> Any | None:
             f"corrupt file {path}: not valid JSON ({exc}). "
             "Delete it and re-record with GHOSTRUN_MODE=record."
         ) from exc
+
+
+def _read_bytes(path: str | os.PathLike[str]) -> bytes:
+    """``Path.read_bytes`` without the file object: replay reads a file per request."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)

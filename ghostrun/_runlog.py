@@ -336,15 +336,17 @@ def record_assertion(
     """Called for every assertion outcome, passed or failed."""
     from ._session import current_session
 
+    from ._redact import scrub_text
+
     found = current_session()
     where = _where_session(found) if found is not None else _where_default()
     _log.assertion(
         where,
         kind=kind,
-        criterion=criterion,
-        text=text,
+        criterion=scrub_text(criterion),
+        text=scrub_text(text),
         passed=passed,
-        reason=reason,
+        reason=scrub_text(reason),
         judge=judge,
     )
     _arm_atexit()

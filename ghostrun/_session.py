@@ -328,7 +328,7 @@ class Session:
         """
         if key in self._cassettes:
             return self._cassettes[key]
-        cassette = Cassette.load(self.cassette_dir / f"{key}.json")
+        cassette = Cassette.load(os.path.join(self.cassette_dir, f"{key}.json"))
         self._keep(key, cassette)
         return cassette
 

@@ -30,6 +30,7 @@ from . import _runlog
 from ._config import settings
 from ._exceptions import CacheMiss, CassetteError, JudgeUnavailable
 from ._files import dump_json, read_json, write_atomic
+from ._redact import scrub_text
 from ._judges import (
     PROMPT_TEMPLATE_VERSION,
     Judge,
@@ -121,10 +122,10 @@ def _record(
         "key": key,
         "judge": verdict.judge,
         "prompt_template_version": PROMPT_TEMPLATE_VERSION,
-        "criterion": criterion,
-        "text": text,
+        "criterion": scrub_text(criterion),
+        "text": scrub_text(text),
         "verdict": _word(verdict.passed),
-        "reason": verdict.reason,
+        "reason": scrub_text(verdict.reason),
         "votes": verdict.votes,
         "flip_rate": verdict.flip_rate,
         "draws": [
@@ -132,7 +133,7 @@ def _record(
                 "seed": step.seed,
                 "temperature": step.temperature,
                 "verdict": _word(d.passed),
-                "reason": d.reason,
+                "reason": scrub_text(d.reason),
             }
             for step, d in zip(plan, draws, strict=True)
         ],

@@ -911,3 +911,25 @@ def _record_placed(
             provider.url("/v1/chat/completions"), params=params, headers=headers, json=body
         )
     return directory, sent.text
+
+
+# -- what ghostrun writes besides cassettes ----------------------------------------
+
+
+def test_an_echoed_key_reaches_neither_the_run_log_nor_the_verdicts(
+    provider: ProviderSimulator, cassette_dir: Path
+) -> None:
+    """A model that repeats the key: its text is kept in runs/ and judge/ too, scrubbed."""
+    from ghostrun import _runlog
+
+    key = token("sk-proj-")
+    provider.echo_auth = True
+    judge = ghostrun.CallableJudge(lambda text, criterion: (True, f"it says {text}"))
+    with ghostrun.session(cassette_dir=cassette_dir, hosts=["127.0.0.1"]):
+        reply = _openai(provider, key)
+        assert key in reply  # the model really did echo it
+        ghostrun.expect(reply, judge=judge).contains("Echo").satisfies("mentions auth")
+    _runlog.write_run()
+    assert (cassette_dir / "runs" / "_last.json").exists()
+    assert list((cassette_dir / "judge").glob("*.json"))
+    assert_not_on_disk(cassette_dir, [key])
