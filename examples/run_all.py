@@ -87,7 +87,8 @@ def _summary(outcomes: list[Outcome], new: list[str]) -> int:
         print(
             "\nSemantic checks were skipped: no judge is running and no verdict is cached.\n"
             "To grade them locally: `ollama serve` and `ollama pull llama3.2:3b`, then run\n"
-            "this again with GHOSTRUN_MODE=auto (the verdicts are cached under examples/cassettes/judge/)."
+            "this again with GHOSTRUN_MODE=auto (the verdicts are cached under\n"
+            "examples/cassettes/judge/)."
         )
     failed = [o.name for o in outcomes if o.returncode != 0]
     print(f"\n{'FAILED: ' + ', '.join(failed) if failed else 'All examples passed.'}")

@@ -334,9 +334,8 @@ def record_assertion(
     judge: str | None = None,
 ) -> None:
     """Called for every assertion outcome, passed or failed."""
-    from ._session import current_session
-
     from ._redact import scrub_text
+    from ._session import current_session
 
     found = current_session()
     where = _where_session(found) if found is not None else _where_default()

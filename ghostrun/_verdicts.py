@@ -30,7 +30,6 @@ from . import _runlog
 from ._config import settings
 from ._exceptions import CacheMiss, CassetteError, JudgeUnavailable
 from ._files import dump_json, read_json, write_atomic
-from ._redact import scrub_text
 from ._judges import (
     PROMPT_TEMPLATE_VERSION,
     Judge,
@@ -40,6 +39,7 @@ from ._judges import (
     no_recording,
 )
 from ._modes import Mode, resolve_mode
+from ._redact import scrub_text
 
 __all__ = [
     "VERDICT_FORMAT_VERSION",

@@ -86,7 +86,7 @@ def test_ci_default_is_replay_and_a_miss_says_so(
     monkeypatch: pytest.MonkeyPatch, provider: ProviderSimulator, cassette_dir: Path
 ) -> None:
     monkeypatch.setenv("CI", "true")
-    with pytest.raises(ghostrun.CacheMiss, match="mode:\\s+replay"):
+    with pytest.raises(ghostrun.CacheMiss, match=r"mode:\s+replay"):
         with ghostrun.session(cassette_dir=cassette_dir, hosts=LOOPBACK):
             sdk_calls.openai_chat(provider.base_url, "on CI")
     assert provider.served == 0

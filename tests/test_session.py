@@ -141,7 +141,7 @@ def test_patch_refcount_across_threads() -> None:
 def test_missing_hook_raises_before_any_request(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delattr(httpx2.AsyncClient, "_transport_for_url")
     before = httpx.Client.__dict__["_transport_for_url"]
-    with pytest.raises(ghostrun.UnsupportedHttpx, match="AsyncClient._transport_for_url"):
+    with pytest.raises(ghostrun.UnsupportedHttpx, match=r"AsyncClient\._transport_for_url"):
         with ghostrun.session():
             pytest.fail("the block must not run")
     assert httpx.Client.__dict__["_transport_for_url"] is before  # nothing left half-patched

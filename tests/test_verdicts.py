@@ -437,7 +437,7 @@ def test_skip_setting_turns_a_replay_verdict_miss_into_a_skip(
     with pytest.raises(CacheMiss):
         grade("Sorry!", "apologises", judge)
     monkeypatch.setenv("GHOSTRUN_ON_JUDGE_UNAVAILABLE", "skip")
-    with pytest.raises(unittest.SkipTest, match="ollama pull llama3.2:3b.*GHOSTRUN_MODE=auto"):
+    with pytest.raises(unittest.SkipTest, match=r"ollama pull llama3\.2:3b.*GHOSTRUN_MODE=auto"):
         grade("Sorry!", "apologises", judge)
 
 
