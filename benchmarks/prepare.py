@@ -40,7 +40,10 @@ def main() -> None:
         info: dict[str, Any] = {"base_url": base_url, "openai": openai.__version__}
         sizes = spec["sizes"]
         info["w1"] = _record(client, data / "w1", sizes["w1"], wl.w1_prompt, spec["vcrpy"], False)
-        info["w2"] = _record(client, data / "w2", sizes["w2"], wl.w2_prompt, spec["vcrpy"], True)
+        if spec["w2"]:
+            info["w2"] = _record(
+                client, data / "w2", sizes["w2"], wl.w2_prompt, spec["vcrpy"], True
+            )
     if spec["w3"]:
         info["w3"] = _cold_start_dirs(data, sizes["w3"], info["w1"]["first_key"], spec["vcrpy"])
     if spec["w5"]:
@@ -63,13 +66,21 @@ def _record(
         "status": recording.status,
         "headers": recording.headers,
         "body": recording.body.decode("latin-1"),
-        "chunks": None if recording.chunks is None else [c.decode("latin-1") for c in recording.chunks],
+        "chunks": None
+        if recording.chunks is None
+        else [c.decode("latin-1") for c in recording.chunks],
     }
     (where / "payload.json").write_text(json.dumps(payload))
     info: dict[str, Any] = {"cassettes": len(set(keys)), "first_key": keys[0]}
     if stream:
-        counts = sorted(len(Cassette.load(cassettes / f"{k}.json").response(0).chunks) for k in keys)  # type: ignore[union-attr, arg-type]
-        info["chunks_per_stream"] = {"min": counts[0], "median": counts[len(counts) // 2], "max": counts[-1]}
+        counts = sorted(
+            len(Cassette.load(cassettes / f"{k}.json").response(0).chunks) for k in keys
+        )  # type: ignore[union-attr, arg-type]
+        info["chunks_per_stream"] = {
+            "min": counts[0],
+            "median": counts[len(counts) // 2],
+            "max": counts[-1],
+        }
     if with_vcrpy:
         import vcr
 

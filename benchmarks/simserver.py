@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from simulator import ProviderSimulator  # noqa: E402
+from simulator import ProviderSimulator
 
 
 def main() -> None:

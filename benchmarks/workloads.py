@@ -14,8 +14,17 @@ SIZES = {
     "full": {"w1": 2000, "w2": 200, "w3": 10_000, "w4": 2000, "w5": 1000},
     "quick": {"w1": 300, "w2": 30, "w3": 10_000, "w4": 300, "w5": 200},
 }
-STREAM_FILLER_WORDS = 194  # + "Echo:", "Stream", "N:" = 197 deltas; + role, finish, [DONE] = 200 events
-VCRPY_BODY_SAMPLE = 10  # vcrpy matching on body replays every 10th call: its scan is O(cassette)
+STREAM_FILLER_WORDS = (
+    194  # + "Echo:", "Stream", "N:" = 197 deltas; + role, finish, [DONE] = 200 events
+)
+# vcrpy scans its cassette from the start for every call, comparing each
+# recorded request with it until one matches and was not played yet: ~300 ms a
+# call at 2,000 interactions matching on body. So matching on body it replays
+# every 100th prompt (against the full cassette, so the scans average the
+# same); with its default matching (the first unplayed interaction) only the
+# first 200 calls, whose scans are shorter than the rest's would be.
+VCRPY_BODY_SAMPLE = 100
+VCRPY_DEFAULT_LIMIT = 200
 W5_CRITERION = "the text greets the reader"
 
 

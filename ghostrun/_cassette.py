@@ -231,6 +231,8 @@ def _headers_to_json(headers: list[tuple[str, str]]) -> dict[str, str | list[str
 
 
 def _headers_from_json(headers: dict[str, str | list[str]]) -> list[tuple[str, str]]:
+    if list not in map(type, headers.values()):  # no header was sent twice: nearly always
+        return list(headers.items())  # type: ignore[arg-type]
     pairs = []
     for name, value in headers.items():
         if isinstance(value, list):

@@ -18,6 +18,7 @@ from ._exceptions import CassetteError
 
 __all__ = ["dump_json", "read_json", "write_atomic"]
 
+_READ_SIZE = 1 << 16
 _PRETTY = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
 
 
@@ -69,9 +70,9 @@ def _read_bytes(path: str | os.PathLike[str]) -> bytes:
     """``Path.read_bytes`` without the file object: replay reads a file per request."""
     fd = os.open(path, os.O_RDONLY)
     try:
-        chunks = []
-        while chunk := os.read(fd, 1 << 16):
-            chunks.append(chunk)
+        chunks = [os.read(fd, _READ_SIZE)]
+        while len(chunks[-1]) == _READ_SIZE:  # a shorter read is the end of the file
+            chunks.append(os.read(fd, _READ_SIZE))
         return b"".join(chunks)
     finally:
         os.close(fd)
