@@ -6,16 +6,51 @@ and assert on meaning with a local judge. See DESIGN in the README.
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from ._config import configure
 from ._exceptions import CacheMiss, CassetteError, GhostrunError, JudgeUnavailable, UnsupportedHttpx
-from ._expect import Expectation, ExpectationFailed, expect, expect_tool_calls
 from ._hosts import PROVIDER_HOSTS
-from ._judges import CallableJudge, Judge, OllamaJudge, OpenAICompatibleJudge
 from ._modes import Mode
 from ._session import Session, session
-from ._tool_calls import ExpectToolCalls, ToolCall
-from ._unittest import TestCaseMixin
-from ._verdicts import Verdict
+
+if TYPE_CHECKING:
+    from ._expect import Expectation, ExpectationFailed, expect, expect_tool_calls
+    from ._judges import CallableJudge, Judge, OllamaJudge, OpenAICompatibleJudge
+    from ._tool_calls import ExpectToolCalls, ToolCall
+    from ._unittest import TestCaseMixin
+    from ._verdicts import Verdict
+
+# Loaded on first use: a test that only replays never pays for the assertions,
+# the judges or unittest, and ``import ghostrun`` is on every cold start's path.
+_LAZY = {
+    "CallableJudge": "_judges",
+    "ExpectToolCalls": "_tool_calls",
+    "Expectation": "_expect",
+    "ExpectationFailed": "_expect",
+    "Judge": "_judges",
+    "OllamaJudge": "_judges",
+    "OpenAICompatibleJudge": "_judges",
+    "TestCaseMixin": "_unittest",
+    "ToolCall": "_tool_calls",
+    "Verdict": "_verdicts",
+    "expect": "_expect",
+    "expect_tool_calls": "_expect",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ghostrun' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
 
 __version__ = "0.1.0"
 

@@ -7,8 +7,9 @@ workers and threads never leave or read half a file.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
-import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from ._exceptions import CassetteError
 __all__ = ["dump_json", "read_json", "write_atomic"]
 
 _READ_SIZE = 1 << 16
+_serial = itertools.count()
 _PRETTY = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
 
 
@@ -28,10 +30,15 @@ def dump_json(value: Any) -> bytes:
 
 
 def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so no reader ever sees a partial file."""
+    """Write ``data`` to ``path`` so no reader ever sees a partial file.
+
+    The temporary name is unique per process, thread and write, so parallel
+    workers never share one; the file gets the usual permissions (umask),
+    like any file the user writes, since cassettes are meant to be committed.
+    """
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.{next(_serial)}.tmp")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        fd = _create(tmp)
     except OSError as exc:
         raise CassetteError(
             f"cannot write {path}: {exc.strerror or exc}. "
@@ -47,6 +54,16 @@ def write_atomic(path: Path, data: bytes) -> None:
         if isinstance(exc, OSError):
             raise CassetteError(f"cannot write {path}: {exc.strerror or exc}") from exc
         raise
+
+
+def _create(tmp: Path) -> int:
+    """Open a new file exclusively; make its directory only when it is missing."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+    try:
+        return os.open(tmp, flags, 0o666)
+    except FileNotFoundError:
+        tmp.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(tmp, flags, 0o666)
 
 
 def read_json(path: str | os.PathLike[str]) -> Any | None:
