@@ -36,6 +36,8 @@ from collections.abc import Iterable
 from typing import Any, AnyStr
 from urllib.parse import parse_qsl
 
+import orjson
+
 from ._keys import is_credential_field, is_credential_param
 
 __all__ = [
@@ -143,6 +145,13 @@ _SECRET_SHAPES = re.compile(
 _COOKIE_NAME = re.compile(r"(?:^|;)\s*[^=;\s]+=")
 _FORM = re.compile(r"[^=&\s]+=[^&\s]*(?:&[^=&\s]+=[^&\s]*)*")
 _BASE64_KINDS = ("base64", "chunks_base64")
+_BASE64_MARKERS = ('"base64"', '"chunks_base64"')
+# Where any secret shape starts: none of these can be split by JSON's escapes, so
+# their absence from an entry's JSON text means no shape is in any of its strings.
+_SHAPE_START = re.compile(
+    r"sk-|gsk_|xai-|pplx-|hf_|r8_|AIza|ya29\.|AKIA|ASIA|gh[pousr]_|github_pat_|xox[abposr]-"
+    r"|eyJ|Bearer |-----BEGIN"
+)
 _MIN_SECRET = 6  # shorter values would mask unrelated text
 _MAX_REMEMBERED = 256
 
@@ -189,14 +198,46 @@ def redact_entry(entry: dict[str, Any], secrets: frozenset[str]) -> dict[str, An
     if isinstance(request, dict):
         secrets |= _body_secrets(request.get("body"))
     patterns = _patterns(secrets)
-    entry = {k: _mask_part(v, patterns) for k, v in entry.items()}
+    if _may_hold(entry, patterns, secrets):
+        entry = {k: _mask_part(v, patterns) for k, v in entry.items()}
+    else:
+        entry = dict(entry)
     request = entry.get("request")
     if isinstance(request, dict):
         body = request.get("body")
         if isinstance(body, dict) and "json" in body:
             body = {**body, "json": _mask_fields(body["json"])}
-        entry["request"] = _mask_shapes({**request, "body": body} if "body" in request else request)
+        request = {**request, "body": body} if "body" in request else request
+        text = _text_of(request)
+        if text is None or _SHAPE_START.search(text):
+            request = _mask_shapes(request)
+        entry["request"] = request
     return entry
+
+
+def _may_hold(entry: Any, patterns: tuple[re.Pattern[str], ...], secrets: frozenset[str]) -> bool:
+    """False only when no string in ``entry`` can hold a secret: the usual case, checked fast.
+
+    Every pattern matches a secret in any encoding, JSON's included, so one search
+    of the entry as JSON text stands for a search of each of its strings. Not so
+    for bytes inside base64 bodies, nor for control characters (which JSON
+    escapes in its own way): those take the string-by-string walk.
+    """
+    if not patterns:
+        return False
+    text = _text_of(entry)
+    if text is None or any(kind in text for kind in _BASE64_MARKERS):
+        return True
+    if any(ord(c) < 0x20 for secret in secrets for c in secret):
+        return True
+    return any(p.search(text) for p in patterns)
+
+
+def _text_of(value: Any) -> str | None:
+    try:
+        return orjson.dumps(value).decode("utf-8")
+    except (TypeError, orjson.JSONEncodeError):
+        return None  # not JSON (a user hook's doing): take the slow, sure path
 
 
 def scrub_text(text: str, secrets: Iterable[str] = ()) -> str:
@@ -317,6 +358,8 @@ def _char_forms(char: str) -> str:
 
 def _mask_text(text: AnyStr, patterns: tuple[re.Pattern[str], ...]) -> AnyStr:
     """Mask every match of every pattern; overlapping matches merge into one mask."""
+    if len(text) < _MIN_SECRET:  # no form of a secret is shorter than the secret
+        return text
     if isinstance(text, bytes):
         compiled: Iterable[re.Pattern[Any]] = _byte_patterns(patterns)
         mask: Any = MASK.encode()

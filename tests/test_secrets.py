@@ -933,3 +933,29 @@ def test_an_echoed_key_reaches_neither_the_run_log_nor_the_verdicts(
     assert (cassette_dir / "runs" / "_last.json").exists()
     assert list((cassette_dir / "judge").glob("*.json"))
     assert_not_on_disk(cassette_dir, [key])
+
+
+@pytest.mark.parametrize(
+    ("secret", "text"),
+    [
+        ('quote"and\\slash/', 'before quote"and\\slash/ after'),
+        ("tab\tinside-secret", "x tab\tinside-secret y"),
+        ("plain-secret-value", "line one\nplain-secret-value\nline three"),
+        ("plain-secret-value", "plain%2Dsecret%2dvalue"),
+    ],
+)
+def test_the_fast_check_never_lets_a_secret_through(secret: str, text: str) -> None:
+    """redact_entry searches the entry's JSON text first; escapes must not hide a secret."""
+    entry = {"request": {"body": {"text": text}}, "response": {"body": {"json": {"t": [text]}}}}
+    masked = json.dumps(redact_entry(entry, frozenset({secret})))
+    for form in encoded_forms(secret):
+        assert form not in json.loads(masked)["request"]["body"]["text"]
+    assert MASK in masked
+
+
+def test_a_secret_shape_after_an_escaped_newline_is_masked() -> None:
+    prompt = "my key is:\nsk-proj-" + "a" * 24 + "\nplease keep it"
+    entry = {"request": {"body": {"json": {"messages": [{"content": prompt}]}}}, "response": {}}
+    masked = redact_entry(entry, frozenset())
+    assert "sk-proj-" not in json.dumps(masked)
+    assert masked["request"]["body"]["json"]["messages"][0]["content"].startswith("my key is:\n")
