@@ -79,6 +79,9 @@ class _HeaderPairs(Sequence[tuple[str, str]]):
     def __len__(self) -> int:
         return len(self._list())
 
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        return iter(self._list())
+
 
 def _tape(session: Session, info: RequestInfo, response: Any) -> Tape:
     return Tape(session, info, response.status_code, live_headers(response.headers))
