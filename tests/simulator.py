@@ -676,6 +676,14 @@ _ROUTES: list[tuple[str, re.Pattern[str], Callable[[ProviderSimulator, _Call], _
 # -- conversations: each provider's request shape, reduced to what the model needs --
 
 
+def closed_port_url() -> str:
+    """A loopback URL nothing listens on: a provider (or judge) that is down."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
 def _openai_conversation(body: JSON) -> _Conversation:
     messages = [(m.get("role", "user"), m.get("content")) for m in body.get("messages") or []]
     tools = [_tool_name(t) for t in body.get("tools") or []]

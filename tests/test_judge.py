@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from simulator import closed_port_url
 
 from ghostrun._exceptions import GhostrunError, JudgeUnavailable
 from ghostrun._judges import (
@@ -242,14 +242,6 @@ def test_importing_ghostrun_never_imports_ollama() -> None:
 
 
 # --- against the loopback simulator ----------------------------------------------------
-
-
-def closed_port_url() -> str:
-    """A loopback URL nothing listens on."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
 
 
 def verdict_json(word: str, reason: str) -> str:

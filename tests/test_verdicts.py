@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import unittest
 from collections.abc import Callable
@@ -12,6 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
+from simulator import closed_port_url
 
 import ghostrun
 from ghostrun._config import settings
@@ -26,14 +26,6 @@ from ghostrun._verdicts import (
     tally,
     verdict_key,
 )
-
-
-def closed_port_url() -> str:
-    """A loopback URL nothing listens on: the judge is down."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
 
 
 def verdict_json(word: str, reason: str) -> str:
