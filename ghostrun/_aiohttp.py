@@ -30,6 +30,7 @@ from typing import Any, NoReturn
 
 from ._cassette import Recording
 from ._exceptions import UnsupportedHttpx
+from ._modes import Mode
 from ._session import RequestInfo, Session, Tape, intercepting_session
 from ._transports import is_stream
 
@@ -257,10 +258,12 @@ def _kit(aiohttp: ModuleType) -> Any:
 
     async def middleware(req: Any, handler: Any) -> Any:
         """Answer a provider request from the cassette, or send it and record the answer."""
-        if "upgrade" in req.headers:  # a websocket (a realtime API): not an exchange to record
-            return await handler(req)
         session = intercepting_session(req.url.host or "", req.url.explicit_port)
         if session is None:
+            return await handler(req)
+        if "upgrade" in req.headers:  # a websocket (a realtime API): not an exchange to record
+            if session.mode is Mode.REPLAY:
+                raise session.forbid(f"a WebSocket connection to {req.url}")
             return await handler(req)
         info = _describe(session, req, await body_of(req))
         recording = session.plan(info)

@@ -381,6 +381,17 @@ class Session:
             entry = redact_entry(entry if scrubbed is None else scrubbed, secrets)
         return entry
 
+    def forbid(self, what: str) -> CacheMiss:
+        """A miss for traffic that cannot be recorded at all, refused in replay mode."""
+        miss = CacheMiss(
+            f"ghostrun: replay mode never touches the network, and {what} cannot be "
+            f"recorded or replayed (session {self.name or '(unnamed)'}). Run this test "
+            "with GHOSTRUN_MODE=auto against the real provider, or keep it out of replay."
+        )
+        self.misses.append(miss)
+        self._unraised.append(miss)
+        return miss
+
     def _miss(self, info: RequestInfo) -> CacheMiss:
         from ._miss import describe_miss
 
