@@ -21,6 +21,7 @@ import os
 import re
 import subprocess
 import sys
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,6 +50,8 @@ class Outcome:
 def main() -> int:
     env = dict(os.environ)
     env.setdefault("GHOSTRUN_MODE", "replay")
+    # One run log for the three processes, so `ghostrun check` sees every test.
+    env.setdefault("GHOSTRUN_RUN_ID", uuid.uuid4().hex)
     before = _cassettes()
     print(f"ghostrun examples: mode {env['GHOSTRUN_MODE']}, cassettes in {_rel(CASSETTES)}\n")
     outcomes = [_run(name, command, env) for name, command in STEPS]

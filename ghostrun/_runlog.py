@@ -82,6 +82,7 @@ __all__ = [
 
 RUN_FORMAT_VERSION = 1
 LAST = "_last"
+RUN_ID_ENV = "GHOSTRUN_RUN_ID"
 OUTCOMES = ("passed", "failed", "error", "skipped")
 SNAPSHOT_ENV = "GHOSTRUN_SNAPSHOT"
 _SNAPSHOT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -223,7 +224,7 @@ class RunLog:
     def documents(self, name: str = LAST) -> dict[Path, dict[str, Any]]:
         """The run file of each cassette directory, as written under ``runs/``."""
         finished = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        run_id = uuid.uuid4().hex
+        run_id = os.environ.get(RUN_ID_ENV) or uuid.uuid4().hex
         with self._lock:
             return {
                 Path(path): self._document(log, name, run_id, finished)
@@ -268,6 +269,7 @@ class RunLog:
             for name in names:
                 path = runs_dir(directory) / f"{name}.json"
                 try:
+                    document = _joined(document, path)
                     write_atomic(path, dump_json({**document, "name": name}))
                 except CassetteError as exc:
                     errors.append(exc)
@@ -279,6 +281,31 @@ class RunLog:
         with self._lock:
             self._dirs.clear()
             self._outcomes.clear()
+
+
+def _joined(document: dict[str, Any], path: Path) -> dict[str, Any]:
+    """Fold in the file's earlier part of the same run (processes run one after another).
+
+    A run that spans several processes (unittest, then pytest, then a script)
+    shares ``GHOSTRUN_RUN_ID``; each process adds its tests to the run log
+    instead of replacing the earlier ones'.
+    """
+    if not os.environ.get(RUN_ID_ENV):
+        return document
+    try:
+        earlier = load_run(path)
+    except (CassetteError, FileNotFoundError):
+        return document
+    if earlier.get("run_id") != document["run_id"]:
+        return document
+    verdicts = [earlier.get("verdicts_used"), document["verdicts_used"]]
+    return {
+        **document,
+        "tests": {**earlier.get("tests", {}), **document["tests"]},
+        "cassettes_used": sorted({*earlier.get("cassettes_used", []), *document["cassettes_used"]}),
+        "verdicts_used": None if None in verdicts else sorted({*verdicts[0], *verdicts[1]}),
+        "misses": [*earlier.get("misses", []), *document["misses"]],
+    }
 
 
 def _test(log: dict[str, Any], name: str, alias: str | None) -> dict[str, Any]:

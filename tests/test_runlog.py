@@ -295,3 +295,35 @@ def test_the_markdown_fence_outlasts_backticks_in_the_output() -> None:
     candidate = run(t=test("PASS", outputs=("```python\nx = 2\n```",)))
     markdown = _diff.render(_diff.compare(base, candidate, "a", "b"), "markdown")
     assert "````diff" in markdown
+
+
+def test_processes_sharing_a_run_id_add_to_one_run_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """examples/run_all.py runs three processes as one run: none may drop another's tests."""
+    from ghostrun._files import dump_json, write_atomic
+    from ghostrun._runlog import RUN_FORMAT_VERSION, _joined
+
+    def part(test: str, cassette: str) -> dict[str, Any]:
+        return {
+            "version": RUN_FORMAT_VERSION,
+            "name": "_last",
+            "run_id": "shared",
+            "finished": "2026-11-29T00:00:00Z",
+            "tests": {test: {"outcome": "passed", "outputs": [], "assertions": []}},
+            "cassettes_used": [cassette],
+            "verdicts_used": [],
+            "misses": [],
+        }
+
+    path = tmp_path / "runs" / "_last.json"
+    write_atomic(path, dump_json(part("unittest::a", "k1")))
+    monkeypatch.setenv("GHOSTRUN_RUN_ID", "shared")
+    joined = _joined(part("pytest::b", "k2"), path)
+    assert sorted(joined["tests"]) == ["pytest::b", "unittest::a"]
+    assert joined["cassettes_used"] == ["k1", "k2"]
+    monkeypatch.setenv("GHOSTRUN_RUN_ID", "another run")
+    alone = _joined({**part("pytest::b", "k2"), "run_id": "another run"}, path)
+    assert list(alone["tests"]) == ["pytest::b"]  # a new run replaces the old one
+    monkeypatch.delenv("GHOSTRUN_RUN_ID")
+    assert list(_joined(part("pytest::b", "k2"), path)["tests"]) == ["pytest::b"]
