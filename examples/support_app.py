@@ -60,15 +60,20 @@ TOOLS: list[dict[str, Any]] = [
 ]
 
 
+def support_messages(message: str) -> list[dict[str, str]]:
+    """The conversation every support reply starts from."""
+    return [
+        {"role": "system", "content": SUPPORT_STYLE},
+        {"role": "user", "content": message},
+    ]
+
+
 def reply_to_customer(message: str) -> str:
     """Draft a support reply to one customer message."""
     response = OpenAI().chat.completions.create(
         model=MODEL,
         temperature=0,
-        messages=[
-            {"role": "system", "content": SUPPORT_STYLE},
-            {"role": "user", "content": message},
-        ],
+        messages=support_messages(message),
     )
     return response.choices[0].message.content or ""
 
@@ -79,10 +84,7 @@ async def areply_to_customer(message: str) -> str:
         response = await client.chat.completions.create(
             model=MODEL,
             temperature=0,
-            messages=[
-                {"role": "system", "content": SUPPORT_STYLE},
-                {"role": "user", "content": message},
-            ],
+            messages=support_messages(message),
         )
     return response.choices[0].message.content or ""
 
@@ -93,10 +95,7 @@ def stream_reply(message: str) -> Iterator[str]:
         model=MODEL,
         temperature=0,
         stream=True,
-        messages=[
-            {"role": "system", "content": SUPPORT_STYLE},
-            {"role": "user", "content": message},
-        ],
+        messages=support_messages(message),
     )
     for chunk in stream:
         if chunk.choices and chunk.choices[0].delta.content:

@@ -427,20 +427,18 @@ def load_run(path: Path) -> dict[str, Any]:
 
 
 def _where_session(session: Session) -> tuple[str, str | None, Path]:
-    test_id = _current_test_id()
+    from ._session import current_test_id
+
+    test_id = current_test_id()
     return session.name or test_id or _script_name(), test_id, session.cassette_dir
 
 
 def _where_default() -> tuple[str, str | None, Path]:
     from ._config import settings
+    from ._session import current_test_id
 
-    test_id = _current_test_id()
+    test_id = current_test_id()
     return test_id or _script_name(), test_id, settings.resolve_cassette_dir()
-
-
-def _current_test_id() -> str | None:
-    current = os.environ.get("PYTEST_CURRENT_TEST")
-    return current.rsplit(" (", 1)[0] if current else None
 
 
 def _script_name() -> str:

@@ -31,7 +31,7 @@ from ._config import settings
 from ._exceptions import CacheMiss
 from ._hosts import PROVIDER_HOSTS, HostMatcher
 from ._keys import canonical_body, canonical_url, match_key, split_field_paths
-from ._modes import Mode, resolve_mode
+from ._modes import Mode, parse_mode, resolve_mode
 
 __all__ = ["Session", "bypass_interception", "current_session", "session"]
 
@@ -132,11 +132,17 @@ class Session:
         redact: Redactor | None = None,
     ) -> None:
         if mode is not None:
-            resolve_mode(mode)  # an invalid mode fails here, where it was written
-        if isinstance(hosts, str):
-            hosts = (hosts,)
-        if isinstance(ignore_fields, str):
-            ignore_fields = (ignore_fields,)
+            parse_mode(mode)  # an invalid mode fails here, where it was written
+        hosts = (hosts,) if isinstance(hosts, str) else tuple(hosts)
+        ignore_fields = (ignore_fields,) if isinstance(ignore_fields, str) else tuple(ignore_fields)
+        self._arguments: dict[str, Any] = {
+            "mode": mode,
+            "cassette_dir": cassette_dir,
+            "name": name,
+            "hosts": hosts,
+            "ignore_fields": ignore_fields,
+            "redact": redact,
+        }
         self._code_mode = mode
         self._code_cassette_dir = cassette_dir
         self._code_name = name
@@ -157,7 +163,7 @@ class Session:
         self.mode: Mode = resolve_mode(self._code_mode)
         self.cassette_dir: Path = settings.resolve_cassette_dir(self._code_cassette_dir)
         self._dir = os.fspath(self.cassette_dir)  # a str joins faster: once per request
-        self.name: str | None = self._code_name or _current_test_id()
+        self.name: str | None = self._code_name or current_test_id()
         self._ignore = split_field_paths(self.ignore_fields)
         self._matcher = HostMatcher(PROVIDER_HOSTS + settings.extra_hosts() + self.hosts)
         self._seen: dict[str, int] = {}
@@ -237,14 +243,7 @@ class Session:
         return wrapper  # type: ignore[return-value]
 
     def _fresh(self) -> Session:
-        return Session(
-            mode=self._code_mode,
-            cassette_dir=self._code_cassette_dir,
-            name=self._code_name,
-            hosts=self.hosts,
-            ignore_fields=self.ignore_fields,
-            redact=self.redact,
-        )
+        return Session(**self._arguments)
 
     # -- the decision --------------------------------------------------------
 
@@ -401,24 +400,8 @@ class Session:
         return miss
 
 
-def session(
-    *,
-    mode: Mode | str | None = None,
-    cassette_dir: str | os.PathLike[str] | None = None,
-    name: str | None = None,
-    hosts: Iterable[str] = (),
-    ignore_fields: Iterable[str] = (),
-    redact: Redactor | None = None,
-) -> Session:
-    """Record and replay provider requests: ``with``, ``async with`` or a decorator."""
-    return Session(
-        mode=mode,
-        cassette_dir=cassette_dir,
-        name=name,
-        hosts=hosts,
-        ignore_fields=ignore_fields,
-        redact=redact,
-    )
+session = Session
+"""``ghostrun.session(...)``: the spelling the docs use for `Session`."""
 
 
 def _without_last(stack: tuple[Session, ...], item: Session) -> tuple[Session, ...]:
@@ -449,6 +432,7 @@ def _content_type(headers: list[tuple[str, str]]) -> str:
     return ""
 
 
-def _current_test_id() -> str | None:
+def current_test_id() -> str | None:
+    """The running pytest test's id, from the variable pytest sets for it."""
     current = os.environ.get("PYTEST_CURRENT_TEST")
     return current.rsplit(" (", 1)[0] if current else None

@@ -231,3 +231,18 @@ def test_decorator_sync_and_async(provider: ProviderSimulator, cassette_dir: Pat
     with pytest.raises(ghostrun.CacheMiss):
         asyncio.run(acheck())
     assert current_session() is None
+
+
+def test_a_mode_written_in_code_is_checked_even_when_the_suite_switch_wins(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("GHOSTRUN_MODE", "replay")
+    with pytest.raises(ValueError, match="invalid mode 'replya'"):
+        ghostrun.session(mode="replya")
+
+
+def test_hosts_may_be_any_iterable(provider: ProviderSimulator, cassette_dir: Path) -> None:
+    hosts = (h for h in ["127.0.0.1"])
+    with ghostrun.session(cassette_dir=cassette_dir, hosts=hosts) as s:
+        sdk_calls.openai_chat(provider.base_url)
+    assert s.recorded == 1 and s.hosts == ("127.0.0.1",)
