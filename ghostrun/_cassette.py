@@ -144,7 +144,7 @@ class Cassette:
             "request": self.request,
             "responses": self.raw_responses,
         }
-        write_atomic(Path(self.path), dump_json(document))
+        write_atomic(self.path, dump_json(document))
 
 
 def encode_response(recording: Recording, content_type: str) -> dict[str, Any]:

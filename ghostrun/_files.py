@@ -29,24 +29,31 @@ def dump_json(value: Any) -> bytes:
     return orjson.dumps(value, option=_PRETTY)
 
 
-def write_atomic(path: Path, data: bytes) -> None:
+def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
     """Write ``data`` to ``path`` so no reader ever sees a partial file.
 
     The temporary name is unique per process, thread and write, so parallel
     workers never share one; the file gets the usual permissions (umask),
     like any file the user writes, since cassettes are meant to be committed.
+    Plain ``os`` calls on ``str`` paths: record mode writes a file per request.
     """
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.{next(_serial)}.tmp")
+    path = os.fspath(path)
+    head, name = os.path.split(path)
+    tmp = os.path.join(head, f".{name}.{os.getpid()}.{threading.get_ident()}.{next(_serial)}.tmp")
     try:
-        fd = _create(tmp)
+        fd = _create(tmp, head)
     except OSError as exc:
         raise CassetteError(
             f"cannot write {path}: {exc.strerror or exc}. "
             "Make the directory writable or point GHOSTRUN_CASSETTE_DIR elsewhere."
         ) from exc
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
         os.replace(tmp, path)
     except BaseException as exc:
         with contextlib.suppress(OSError):
@@ -56,13 +63,13 @@ def write_atomic(path: Path, data: bytes) -> None:
         raise
 
 
-def _create(tmp: Path) -> int:
+def _create(tmp: str, directory: str) -> int:
     """Open a new file exclusively; make its directory only when it is missing."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
     try:
         return os.open(tmp, flags, 0o666)
     except FileNotFoundError:
-        tmp.parent.mkdir(parents=True, exist_ok=True)
+        Path(directory or ".").mkdir(parents=True, exist_ok=True)
         return os.open(tmp, flags, 0o666)
 
 

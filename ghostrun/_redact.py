@@ -146,6 +146,7 @@ _COOKIE_NAME = re.compile(r"(?:^|;)\s*[^=;\s]+=")
 _FORM = re.compile(r"[^=&\s]+=[^&\s]*(?:&[^=&\s]+=[^&\s]*)*")
 _BASE64_KINDS = ("base64", "chunks_base64")
 _BASE64_MARKERS = ('"base64"', '"chunks_base64"')
+_WALK_MARKS = (*_BASE64_MARKERS, "\\u", "\\U")
 # Where any secret shape starts: none of these can be split by JSON's escapes, so
 # their absence from an entry's JSON text means no shape is in any of its strings.
 _SHAPE_START = re.compile(
@@ -159,15 +160,19 @@ _remembered: set[str] = set()
 _remembered_lock = threading.Lock()
 
 
+# Header names are few and repeat on every request: each verdict is worked out once.
+@functools.lru_cache(maxsize=1024)
 def keep_request_header(name: str) -> bool:
     return name.lower() in _REQUEST_HEADERS
 
 
+@functools.lru_cache(maxsize=1024)
 def keep_response_header(name: str) -> bool:
     name = name.lower()
     return name in _RESPONSE_HEADERS or name.startswith(_RESPONSE_HEADER_PREFIXES)
 
 
+@functools.lru_cache(maxsize=1024)
 def is_credential_header(name: str) -> bool:
     name = name.lower()
     return name in _CREDENTIAL_HEADERS or not _CREDENTIAL_HEADER_WORDS.isdisjoint(name.split("-"))
@@ -180,16 +185,25 @@ def collect_secrets(
 
     The credential fields of its body are found by `redact_entry` itself.
     """
-    found: set[str] = set()
-    for name, value in headers:
-        if is_credential_header(name):
-            found.update(_header_secrets(name.lower(), value))
-    for name, value in query:
-        if is_credential_param(name):
-            found.update({value, value.split("/")[0]})  # the key id of a SigV4 scope
-    secrets = _worth_masking(found)
+    secrets = _secrets_of(
+        tuple((name, value) for name, value in headers if is_credential_header(name)),
+        tuple((name, value) for name, value in query if is_credential_param(name)),
+    )
     _remember(secrets)
     return secrets
+
+
+@functools.lru_cache(maxsize=128)
+def _secrets_of(
+    headers: tuple[tuple[str, str], ...], params: tuple[tuple[str, str], ...]
+) -> frozenset[str]:
+    """The secrets of a request's credentials: the same few on every request of a suite."""
+    found: set[str] = set()
+    for name, value in headers:
+        found.update(_header_secrets(name.lower(), value))
+    for _name, value in params:
+        found.update({value, value.split("/")[0]})  # the key id of a SigV4 scope
+    return _worth_masking(found)
 
 
 def redact_entry(entry: dict[str, Any], secrets: frozenset[str]) -> dict[str, Any]:
@@ -197,8 +211,8 @@ def redact_entry(entry: dict[str, Any], secrets: frozenset[str]) -> dict[str, An
     request = entry.get("request")
     if isinstance(request, dict):
         secrets |= _body_secrets(request.get("body"))
-    patterns = _patterns(secrets)
-    if _may_hold(entry, patterns, secrets):
+    if _may_hold(entry, secrets):
+        patterns = _patterns(secrets)
         entry = {k: _mask_part(v, patterns) for k, v in entry.items()}
     else:
         entry = dict(entry)
@@ -215,22 +229,49 @@ def redact_entry(entry: dict[str, Any], secrets: frozenset[str]) -> dict[str, An
     return entry
 
 
-def _may_hold(entry: Any, patterns: tuple[re.Pattern[str], ...], secrets: frozenset[str]) -> bool:
+def _may_hold(entry: Any, secrets: frozenset[str]) -> bool:
     """False only when no string in ``entry`` can hold a secret: the usual case, checked fast.
 
     Every pattern matches a secret in any encoding, JSON's included, so one search
-    of the entry as JSON text stands for a search of each of its strings. Not so
-    for bytes inside base64 bodies, nor for control characters (which JSON
-    escapes in its own way): those take the string-by-string walk.
+    of the entry as JSON text stands for a search of each of its strings; and no
+    pattern can match a text that has neither the secret itself nor one of the
+    marks its escaped characters start with (`_clues`), so a few substring tests
+    spare nearly every search. The string-by-string walk is left to bytes inside
+    base64 bodies, to control characters (which JSON escapes its own way) and to
+    ``\\u`` escapes written in a string (JSON doubles their backslash).
     """
-    if not patterns:
+    if not secrets:
         return False
     text = _text_of(entry)
-    if text is None or any(kind in text for kind in _BASE64_MARKERS):
+    if text is None or any(mark in text for mark in _WALK_MARKS):
         return True
-    if any(ord(c) < 0x20 for secret in secrets for c in secret):
+    clues = _clues(secrets)
+    if clues is None:
         return True
-    return any(p.search(text) for p in patterns)
+    if not any(clue in text for clue in clues):
+        return False
+    return any(p.search(text) for p in _patterns(secrets))
+
+
+@functools.lru_cache(maxsize=128)
+def _clues(secrets: frozenset[str]) -> tuple[str, ...] | None:
+    """Substrings one of which any match of `_patterns` in JSON text contains.
+
+    A secret shows either as itself or with some characters escaped, and every
+    escape `_char_forms` knows starts with one of these marks (``\\u`` is in
+    `_WALK_MARKS`). None: a secret with a control character, always walked.
+    """
+    chars = set("".join(secrets))
+    if any(ord(c) < 0x20 for c in chars):
+        return None
+    clues = {*secrets, "%"}
+    if chars & set("&<>\"'"):
+        clues.add("&")
+    if " " in chars:
+        clues.add("+")
+    if chars & set('"\\/'):
+        clues.add("\\")
+    return tuple(sorted(clues, key=len))
 
 
 def _text_of(value: Any) -> str | None:

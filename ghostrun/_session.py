@@ -343,7 +343,7 @@ class Session:
         fresh = self.mode is Mode.RECORD and info.key not in self._recorded_here
         cassette = None if fresh else self._cassette(info.key)
         if cassette is None:
-            cassette = Cassette(self.cassette_dir / f"{info.key}.json", info.key, {}, [])
+            cassette = Cassette(os.path.join(self._dir, f"{info.key}.json"), info.key, {}, [])
         return cassette
 
     def _entry(self, info: RequestInfo, recording: Recording) -> dict[str, Any]:

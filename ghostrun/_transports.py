@@ -174,18 +174,18 @@ def _kit(lib: ModuleType) -> Any:
             finally:
                 self.tape.finish()
 
-    def recorded(response: Any, stream: Any) -> Any:
+    def recorded(response: Any, stream: Any, headers: list[tuple[str, str]] | None = None) -> Any:
         return lib.Response(
             response.status_code,
-            headers=live_headers(response.headers),
+            headers=live_headers(response.headers) if headers is None else headers,
             stream=stream,
             extensions={**response.extensions, "ghostrun": "recorded"},
         )
 
     def whole(session: Session, info: RequestInfo, response: Any, body: bytes) -> Any:
-        recording = Recording(response.status_code, live_headers(response.headers), body)
-        session.commit(info, recording)
-        return recorded(response, lib.ByteStream(body))
+        headers = live_headers(response.headers)
+        session.commit(info, Recording(response.status_code, headers, body))
+        return recorded(response, lib.ByteStream(body), headers)
 
     class Transport(lib.BaseTransport):  # type: ignore[misc, name-defined]
         def __init__(self, inner: Any, session: Session) -> None:

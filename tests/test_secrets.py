@@ -944,6 +944,11 @@ def test_an_echoed_key_reaches_neither_the_run_log_nor_the_verdicts(
         ("tab\tinside-secret", "x tab\tinside-secret y"),
         ("plain-secret-value", "line one\nplain-secret-value\nline three"),
         ("plain-secret-value", "plain%2Dsecret%2dvalue"),
+        ("plain-secret-value", "plain\\u002dsecret\\U002Dvalue"),
+        ("with space-0123", "say with+space-0123 twice"),
+        ("amp&secret-0123", "x amp&amp;secret-0123 y"),
+        ("slash/secret-0123", "x slash\\/secret-0123 y"),
+        ("quote'secret-0123", "x quote&#39;secret-0123 y"),
     ],
 )
 def test_the_fast_check_never_lets_a_secret_through(secret: str, text: str) -> None:
