@@ -10,6 +10,7 @@ so a cassette recorded with one API key replays with another, or none.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Iterable, Sequence
@@ -83,11 +84,13 @@ _DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 _SORTED_COMPACT = orjson.OPT_SORT_KEYS
 
 
+@functools.lru_cache(maxsize=1024)  # names repeat on every request
 def is_credential_param(name: str) -> bool:
     """A query or form parameter that carries a credential (dropped from the key)."""
     return _squash(name) in CREDENTIAL_QUERY_PARAMS
 
 
+@functools.lru_cache(maxsize=1024)
 def is_credential_field(name: str) -> bool:
     """A JSON body field that carries a credential (dropped from the key)."""
     return _squash(name) in CREDENTIAL_FIELDS
@@ -130,7 +133,7 @@ def canonical_body(body: bytes, content_type: str, ignore: Sequence[tuple[str, .
             value = orjson.loads(body)
         except orjson.JSONDecodeError:
             return body
-        if _may_name_credential(body):
+        if may_name_credential(body.decode("utf-8", "replace")):
             value = _without_credentials(value)
         for path in ignore:
             _remove(value, path)
@@ -148,13 +151,12 @@ def match_key(method: str, url: str, body: bytes) -> str:
     return digest.hexdigest()[:32]
 
 
-def _may_name_credential(body: bytes) -> bool:
-    """False only when no JSON key in ``body`` can name a credential: most bodies skip the walk.
+def may_name_credential(text: str) -> bool:
+    """False only when no JSON key in ``text`` can name a credential: most bodies skip the walk.
 
     Such a key shows in the text as ``"name"`` once the text is squashed like
     the names are, unless an escape (``\\u``) spells it.
     """
-    text = body.decode("utf-8", "replace")
     if "\\u" in text:
         return True
     squashed = text.lower().replace("-", "").replace("_", "")

@@ -38,7 +38,7 @@ from urllib.parse import parse_qsl
 
 import orjson
 
-from ._keys import is_credential_field, is_credential_param
+from ._keys import is_credential_field, is_credential_param, may_name_credential
 
 __all__ = [
     "MASK",
@@ -209,8 +209,11 @@ def _secrets_of(
 def redact_entry(entry: dict[str, Any], secrets: frozenset[str]) -> dict[str, Any]:
     """Mask secrets in an entry ``{"request": ..., "response": ...}`` (a new dict)."""
     request = entry.get("request")
+    request_text = _text_of(request)
+    # Walk the body for credential fields only if its text can name one.
+    fields = request_text is None or may_name_credential(request_text)
     if isinstance(request, dict):
-        secrets |= _body_secrets(request.get("body"))
+        secrets |= _body_secrets(request.get("body"), fields=fields)
     if _may_hold(entry, secrets):
         patterns = _patterns(secrets)
         entry = {k: _mask_part(v, patterns) for k, v in entry.items()}
@@ -219,11 +222,11 @@ def redact_entry(entry: dict[str, Any], secrets: frozenset[str]) -> dict[str, An
     request = entry.get("request")
     if isinstance(request, dict):
         body = request.get("body")
-        if isinstance(body, dict) and "json" in body:
+        if fields and isinstance(body, dict) and "json" in body:
             body = {**body, "json": _mask_fields(body["json"])}
         request = {**request, "body": body} if "body" in request else request
-        text = _text_of(request)
-        if text is None or _SHAPE_START.search(text):
+        # Exact masking cannot make a shape, so the text from before it will do.
+        if request_text is None or _SHAPE_START.search(request_text):
             request = _mask_shapes(request)
         entry["request"] = request
     return entry
@@ -326,12 +329,12 @@ def _basic_parts(token: str) -> set[str]:
     return {decoded, password, user}
 
 
-def _body_secrets(body: Any) -> frozenset[str]:
+def _body_secrets(body: Any, *, fields: bool = True) -> frozenset[str]:
     """Values of the credential fields of a stored body (JSON, or a form as text)."""
     found: set[str] = set()
     if not isinstance(body, dict):
         return frozenset()
-    if "json" in body:
+    if fields and "json" in body:
         _field_values(body["json"], found, inside=False)
     text = body.get("text")
     if isinstance(text, str) and _FORM.fullmatch(text.strip()):
