@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import operator
 import os
 import platform
 import shutil
@@ -71,8 +72,8 @@ LABELS = {
 BASELINES = {"w4": "plain", "w5": "contains"}  # else "floor"
 # Passes of the calls within each process (the best counts: noise only adds
 # time), and repetitions of W3 (one first reply per process) per repetition.
-PASSES = {"w1": 2, "w2": 1, "w3": 1, "w4": 1, "w5": 3}
-W3_REPS_FACTOR = 2
+PASSES = {"w1": 3, "w2": 1, "w3": 1, "w4": 2, "w5": 3}
+W3_REPS_FACTOR = 4
 MB = 1024 * 1024
 
 
@@ -94,10 +95,28 @@ class Row:
     def median(self, metric: str = "cpu") -> float:
         return statistics.median(self.values(metric))
 
+    def paired(self, base: Row, metric: str, op: Callable[[float, float], float]) -> list[float]:
+        """``op(mine, theirs)`` for each repetition both rows ran."""
+        theirs = {run["rep"]: run[metric] for run in base.runs}
+        return [op(run[metric], theirs[run["rep"]]) for run in self.runs if run["rep"] in theirs]
+
     def ratio(self, base: Row, metric: str = "cpu") -> float:
-        return self.median(metric) / base.median(metric)
+        """The median of each repetition's ratio to the baseline's run beside it.
+
+        The machine's speed drifts between repetitions (other tenants' load);
+        a run and the baseline's run of the same repetition share that state,
+        so pairing them cancels the drift that a ratio of medians keeps.
+        """
+        return statistics.median(self.paired(base, metric, operator.truediv))
 
     def delta(self, base: Row, metric: str = "cpu") -> float:
+        """The median of each repetition's difference to the baseline's run beside it."""
+        return statistics.median(self.paired(base, metric, operator.sub))
+
+    def ratio_of_medians(self, base: Row, metric: str = "cpu") -> float:
+        return self.median(metric) / base.median(metric)
+
+    def delta_of_medians(self, base: Row, metric: str = "cpu") -> float:
         return self.median(metric) - base.median(metric)
 
 
@@ -199,7 +218,7 @@ class Simulator:
         self.proc.wait(timeout=30)
 
 
-def measure(row: Row, simulator: Simulator | None = None) -> None:
+def measure(row: Row, rep: int, simulator: Simulator | None = None) -> None:
     """One repetition of one row, in a fresh process."""
     sim_before = simulator.cpu() if simulator else 0.0
     try:
@@ -215,8 +234,11 @@ def measure(row: Row, simulator: Simulator | None = None) -> None:
     else:
         simulator_cpu = simulator.cpu() - sim_before if simulator else 0.0
         result["simulator_cpu_seconds"] = simulator_cpu
-        result["cpu"] = (result["cpu_seconds"] + simulator_cpu) / result["calls"]
+        # The simulator served the warm-up and every pass: its share of one call.
+        served = result.get("calls_total", result["calls"])
+        result["cpu"] = result["cpu_seconds"] / result["calls"] + simulator_cpu / served
         result["wall"] = result["seconds"] / result["calls"]
+    result["rep"] = rep
     row.runs.append(result)
 
 
@@ -229,10 +251,10 @@ def interleave(rows: list[Row], reps: int, data: Path) -> None:
             for row in rows:
                 if workload == "w4":  # records into a fresh directory each time
                     row.spec["cassettes"] = str(data / "w4" / f"{row.contender}-{rep}")
-                measure(row, simulator)
+                measure(row, rep, simulator)
                 if workload == "w4":
-                    shutil.rmtree(row.spec["cassettes"], ignore_errors=True)
-                    shutil.rmtree(row.spec["cassettes"] + "-warm", ignore_errors=True)
+                    for recorded in Path(row.spec["cassettes"]).parent.glob(f"{row.contender}-*"):
+                        shutil.rmtree(recorded, ignore_errors=True)
     print(flush=True)
 
 
@@ -397,18 +419,20 @@ def _cells(rows: list[Row], row: Row) -> list[str]:
         rss = row.median("rss") / MB
         cells = [label, fmt_time(row.median()), fmt_span(row.values())]
         if base is None or base is row:
-            cells += ["", fmt_time(row.median("wall")), "", f"{rss:.0f} MB"]
+            cells += ["", "", fmt_time(row.median("wall")), "", f"{rss:.0f} MB"]
         else:
             cells += [
                 f"{row.delta(base) * 1e3:+.0f} ms",
+                f"{row.delta_of_medians(base) * 1e3:+.0f} ms",
                 fmt_time(row.median("wall")),
                 f"{row.delta(base, 'wall') * 1e3:+.0f} ms",
                 f"{rss:.0f} MB ({row.delta(base, 'rss') / MB:+.1f})",
             ]
         return [*cells, target + verdict]
-    ratio = wall = ""
+    ratio = of_medians = wall = ""
     if base is not None:
         ratio, wall = f"{row.ratio(base):.2f}x", f"{row.ratio(base, 'wall'):.2f}x"
+        of_medians = f"{row.ratio_of_medians(base):.2f}x"
     answers = ""
     if row.contender not in ("floor", "respx", "contains", "verdict", "plain"):
         last = row.runs[-1]
@@ -418,6 +442,7 @@ def _cells(rows: list[Row], row: Row) -> list[str]:
         fmt_time(row.median()),
         fmt_span(row.values()),
         ratio,
+        of_medians,
         wall,
         answers,
         target + verdict,
@@ -430,6 +455,7 @@ HEADS = {
         "CPU to 1st reply",
         "min - max",
         "vs floor",
+        "of medians",
         "wall to 1st",
         "vs floor",
         "peak RSS (vs floor)",
@@ -440,6 +466,7 @@ HEADS = {
         "CPU per call",
         "min - max",
         "ratio",
+        "of medians",
         "wall ratio",
         "right answers",
         "target",
@@ -450,6 +477,7 @@ HEAD = [
     "CPU per call",
     "min - max",
     "x floor",
+    "of medians",
     "wall x floor",
     "right answers",
     "target",
@@ -466,7 +494,9 @@ def render(rows: list[Row], meta: dict[str, Any]) -> str:
         f"each row: {meta['reps']} fresh processes ({meta['reps'] * W3_REPS_FACTOR} for W3), "
         "interleaved with the other rows of its workload, each reporting its best of "
         + ", ".join(f"{w.upper()} {n}" for w, n in PASSES.items() if n > 1)
-        + " passes; median, min - max; ratios of medians from this run",
+        + " passes; median, min - max. Ratios (and W3's differences): the median of each",
+        "repetition's ratio to the baseline's process run beside it (the machine's speed drifts",
+        "between repetitions; pairing cancels the drift), then the ratio of the two medians",
     ]
     for workload in WORKLOADS:
         mine = [r for r in rows if r.workload == workload]
@@ -528,6 +558,8 @@ def to_json(rows: list[Row], meta: dict[str, Any]) -> dict[str, Any]:
                     entry[metric]["baseline"] = base.contender
                     entry[metric]["ratio"] = row.ratio(base, metric)
                     entry[metric]["delta"] = row.delta(base, metric)
+                    entry[metric]["ratio_of_medians"] = row.ratio_of_medians(base, metric)
+                    entry[metric]["delta_of_medians"] = row.delta_of_medians(base, metric)
             target, met = target_of(rows, row)
             if met is not None:
                 entry["target"], entry["target_met"] = target, met

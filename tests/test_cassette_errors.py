@@ -99,3 +99,18 @@ def test_stream_encodings_round_trip(chunks: list[bytes], content_type: str, kin
     encoded = encode_chunks(chunks, content_type)
     assert list(encoded) == [kind]
     assert decode_body(orjson.loads(orjson.dumps(encoded))) == chunks
+
+
+@pytest.mark.parametrize("size", [0, 10, (1 << 16) - 27, (1 << 16) - 26, (1 << 16) - 25, 300_000])
+def test_files_of_any_size_read_back_whole(tmp_path: Path, size: int) -> None:
+    """Files are read 64 KiB at a time (the middle size fills one read exactly)."""
+    from ghostrun._files import read_json, write_atomic
+
+    small = {"text": "s" * 5}
+    big = {"text": "x" * size, "tail": [1, 2, 3]}
+    write_atomic(tmp_path / "big.json", orjson.dumps(big))
+    write_atomic(tmp_path / "small.json", orjson.dumps(small))
+    assert read_json(tmp_path / "big.json") == big
+    assert read_json(tmp_path / "small.json") == small
+    assert read_json(tmp_path / "big.json") == big  # the buffer held the small file meanwhile
+    assert read_json(tmp_path / "missing.json") is None

@@ -61,7 +61,8 @@ def watching(monkeypatch: pytest.MonkeyPatch, root: Path) -> Iterator[DiskLog]:
 
     def parse_spy(original: Callable[..., Any]) -> Callable[..., Any]:
         def wrapper(data: Any, *args: Any, **kwargs: Any) -> Any:
-            log.parsed.append(data if isinstance(data, bytes) else str(data).encode())
+            binary = isinstance(data, bytes | bytearray | memoryview)
+            log.parsed.append(bytes(data) if binary else str(data).encode())
             return original(data, *args, **kwargs)
 
         return wrapper
