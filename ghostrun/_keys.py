@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
@@ -79,7 +78,6 @@ CREDENTIAL_QUERY_PARAMS = CREDENTIAL_FIELDS | frozenset(
         "oauthsignature",
     }
 )
-_QUOTED_CREDENTIAL_FIELD = re.compile('"(?:' + "|".join(sorted(CREDENTIAL_FIELDS)) + ')"')
 _DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 _SORTED_COMPACT = orjson.OPT_SORT_KEYS
 
@@ -133,7 +131,7 @@ def canonical_body(body: bytes, content_type: str, ignore: Sequence[tuple[str, .
             value = orjson.loads(body)
         except orjson.JSONDecodeError:
             return body
-        if may_name_credential(body.decode("utf-8", "replace")):
+        if has_credential_field(value):
             value = _without_credentials(value)
         for path in ignore:
             _remove(value, path)
@@ -151,16 +149,21 @@ def match_key(method: str, url: str, body: bytes) -> str:
     return digest.hexdigest()[:32]
 
 
-def may_name_credential(text: str) -> bool:
-    """False only when no JSON key in ``text`` can name a credential: most bodies skip the walk.
+def has_credential_field(value: Any) -> bool:
+    """Whether any key in a parsed JSON value names a credential: most bodies have none.
 
-    Such a key shows in the text as ``"name"`` once the text is squashed like
-    the names are, unless an escape (``\\u``) spells it.
+    Only keys are looked at, so a long conversation costs by its number of
+    fields, not by the length of its text.
     """
-    if "\\u" in text:
-        return True
-    squashed = text.lower().replace("-", "").replace("_", "")
-    return _QUOTED_CREDENTIAL_FIELD.search(squashed) is not None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if is_credential_field(str(key)) or has_credential_field(item):
+                return True
+    elif isinstance(value, list):
+        for item in value:
+            if has_credential_field(item):
+                return True
+    return False
 
 
 def _without_credentials(value: Any) -> Any:

@@ -38,7 +38,7 @@ from urllib.parse import parse_qsl
 
 import orjson
 
-from ._keys import is_credential_field, is_credential_param, may_name_credential
+from ._keys import has_credential_field, is_credential_field, is_credential_param
 
 __all__ = [
     "MASK",
@@ -210,8 +210,9 @@ def redact_entry(entry: dict[str, Any], secrets: frozenset[str]) -> dict[str, An
     """Mask secrets in an entry ``{"request": ..., "response": ...}`` (a new dict)."""
     request = entry.get("request")
     request_text = _text_of(request)
-    # Walk the body for credential fields only if its text can name one.
-    fields = request_text is None or may_name_credential(request_text)
+    body = request.get("body") if isinstance(request, dict) else None
+    # Walk the body for credential values only if a key names one.
+    fields = isinstance(body, dict) and has_credential_field(body.get("json"))
     if isinstance(request, dict):
         secrets |= _body_secrets(request.get("body"), fields=fields)
     if _may_hold(entry, secrets):

@@ -174,6 +174,12 @@ BODIES = [
         id="token counts and prose about tokens kept",
     ),
     pytest.param(
+        b'{"model": "m", "api\\u005fkey": "sk-a", "Pass-Word": "p"}',
+        JSON_TYPE,
+        b'{"model":"m"}',
+        id="credential field names spelled with escapes or dashes dropped",
+    ),
+    pytest.param(
         b"b=2&api_key=sk-x&a=1&client_secret=s",
         FORM_TYPE,
         b"a=1&b=2",
