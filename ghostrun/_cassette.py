@@ -204,11 +204,15 @@ def decode_body(body: dict[str, Any]) -> bytes | list[bytes]:
 
 def _decode_response(raw: dict[str, Any], path: str | Path) -> Recording:
     try:
-        decoded = decode_body(raw.get("body") or {"text": ""})
+        status, headers = int(raw["status"]), _headers_from_json(raw.get("headers") or {})
+        body = raw.get("body")
+        if body is not None and len(body) == 1 and "json" in body and "stream_error" not in raw:
+            return Recording(status, headers, orjson.dumps(body["json"]))  # nearly every one
+        decoded = decode_body(body or {"text": ""})
         error = raw.get("stream_error")
         return Recording(
-            status=int(raw["status"]),
-            headers=_headers_from_json(raw.get("headers") or {}),
+            status,
+            headers,
             body=decoded if isinstance(decoded, bytes) else b"",
             chunks=decoded if isinstance(decoded, list) else None,
             stream_error=(str(error["type"]), str(error["message"])) if error else None,

@@ -43,6 +43,7 @@ _bypass: ContextVar[bool] = ContextVar("ghostrun_bypass", default=False)
 _global_stack: list[Session] = []
 _global_lock = threading.Lock()
 _AUTH_FAILURES = frozenset({401, 403, 407})
+_UNREAD: Any = object()  # a key whose cassette this session has not read
 
 
 def current_session() -> Session | None:
@@ -279,20 +280,17 @@ class Session:
 
         Raises `CacheMiss` when the request is not recorded and the mode is replay.
         """
+        key = info.key
         with self._lock:
-            index = self._seen[info.key] = self._seen.get(info.key, -1) + 1
-            self.used_keys.add(info.key)
+            index = self._seen[key] = self._seen.get(key, -1) + 1
+            self.used_keys.add(key)
             if self.mode is Mode.RECORD:
                 return None
-            cassette = self._cassette(info.key)
-            if cassette is not None and len(cassette):
-                if index < len(cassette):
-                    self.replayed += 1
-                    return cassette.response(index)
-                if self.mode is Mode.REPLAY:
-                    self.replayed += 1
-                    return cassette.response(len(cassette) - 1)
-                return None
+            cassette = self._cassette(key)
+            count = len(cassette) if cassette is not None else 0
+            if index < count or (count and self.mode is Mode.REPLAY):
+                self.replayed += 1
+                return cassette.response(min(index, count - 1))  # type: ignore[union-attr]
             if self.mode is Mode.REPLAY:
                 raise self._miss(info)
             return None
@@ -326,10 +324,11 @@ class Session:
         repeats: kept by the thousand, cassettes would slow down every full
         garbage collection of a long session.
         """
-        if key in self._cassettes:
-            return self._cassettes[key]
-        cassette = Cassette.load(os.path.join(self._dir, f"{key}.json"))
-        self._keep(key, cassette)
+        cassette = self._cassettes.get(key, _UNREAD)
+        if cassette is _UNREAD:
+            cassette = Cassette.load(f"{self._dir}{os.sep}{key}.json")
+            if cassette is None or len(cassette) > 1:
+                self._cassettes[key] = cassette
         return cassette
 
     def _keep(self, key: str, cassette: Cassette | None) -> None:
