@@ -43,7 +43,6 @@ _bypass: ContextVar[bool] = ContextVar("ghostrun_bypass", default=False)
 _global_stack: list[Session] = []
 _global_lock = threading.Lock()
 _AUTH_FAILURES = frozenset({401, 403, 407})
-_UNREAD: Any = object()  # a key whose cassette this session has not read
 
 
 def current_session() -> Session | None:
@@ -324,11 +323,11 @@ class Session:
         repeats: kept by the thousand, cassettes would slow down every full
         garbage collection of a long session.
         """
-        cassette = self._cassettes.get(key, _UNREAD)
-        if cassette is _UNREAD:
-            cassette = Cassette.load(f"{self._dir}{os.sep}{key}.json")
-            if cassette is None or len(cassette) > 1:
-                self._cassettes[key] = cassette
+        if key in self._cassettes:
+            return self._cassettes[key]
+        cassette = Cassette.load(f"{self._dir}{os.sep}{key}.json")
+        if cassette is None or len(cassette) > 1:
+            self._cassettes[key] = cassette
         return cassette
 
     def _keep(self, key: str, cassette: Cassette | None) -> None:
