@@ -4,14 +4,16 @@ The key is the sha256 of the method, the canonical URL and the canonical
 body. Canonical means independent of what does not change the answer: key
 order and white space in JSON, the random multipart boundary, fields the user
 chose to ignore, and credentials (headers are never part of the key;
-credential query parameters, form fields and JSON body fields are dropped),
-so a cassette recorded with one API key replays with another, or none.
+credential query parameters, form and multipart fields and JSON body fields
+are dropped), so a cassette recorded with one API key replays with another,
+or none.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
@@ -28,6 +30,9 @@ __all__ = [
     "match_key",
     "split_field_paths",
 ]
+
+# The field name of a multipart part: ``name="..."`` (not ``filename=``) in its headers.
+_PART_NAME = re.compile(rb'(?i)content-disposition:[^\r\n]*?(?<![a-z])name="?([^";\r\n]*)')
 
 # Names compared lower-cased without ``-`` and ``_`` (``api_key``, ``apiKey``,
 # ``x-api-key`` all read ``apikey``). An explicit list, never a substring rule:
@@ -195,16 +200,31 @@ def _remove(value: Any, path: tuple[str, ...]) -> None:
 
 
 def _canonical_multipart(body: bytes, content_type: str) -> bytes:
+    parts = multipart_parts(body, content_type)
+    if parts is None:
+        return body
+    kept = [raw for name, _content, raw in parts if not (name and is_credential_param(name))]
+    return b"\x00".join(kept)
+
+
+def multipart_parts(body: bytes, content_type: str) -> list[tuple[str | None, bytes, bytes]] | None:
+    """``(field name, content, whole part)`` of each part; None if ``content_type`` has no boundary.
+
+    A file upload's field has a name too; its ``filename`` is not read as one.
+    """
     boundary = _boundary(content_type)
     if not boundary:
-        return body
-    parts = body.split(b"--" + boundary)
+        return None
     out = []
-    for part in parts[1:]:
+    for part in body.split(b"--" + boundary)[1:]:
         if part.startswith(b"--"):
             break
-        out.append(part.strip(b"\r\n"))
-    return b"\x00".join(out)
+        raw = part.strip(b"\r\n")
+        head, _, content = raw.partition(b"\r\n\r\n")
+        found = _PART_NAME.search(head)
+        name = found.group(1).decode("utf-8", "replace") if found else None
+        out.append((name, content, raw))
+    return out
 
 
 def _boundary(content_type: str) -> bytes:

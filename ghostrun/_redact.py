@@ -6,7 +6,8 @@ Four layers, applied to every entry before it is written:
 1. Headers by safe-list: request headers are dropped unless known harmless;
    response headers likewise (``set-cookie`` and account identifiers go).
 2. Exact values: every credential the request carried (auth headers, cookies,
-   credential query parameters, credential fields of the body) is masked
+   credential query parameters, credential fields of a JSON, form or
+   multipart body) is masked
    wherever it appears in the entry: URL, bodies (binary ones too), headers,
    even JSON keys. A secret is matched in any mix of plain, URL-encoded
    (``%2F``, ``+``), JSON-escaped (``\\"``, ``\\u0041``) and HTML-escaped
@@ -38,7 +39,12 @@ from urllib.parse import parse_qsl
 
 import orjson
 
-from ._keys import has_credential_field, is_credential_field, is_credential_param
+from ._keys import (
+    has_credential_field,
+    is_credential_field,
+    is_credential_param,
+    multipart_parts,
+)
 
 __all__ = [
     "MASK",
@@ -214,7 +220,9 @@ def redact_entry(entry: dict[str, Any], secrets: frozenset[str]) -> dict[str, An
     # Walk the body for credential values only if a key names one.
     fields = isinstance(body, dict) and has_credential_field(body.get("json"))
     if isinstance(request, dict):
-        secrets |= _body_secrets(request.get("body"), fields=fields)
+        headers = request.get("headers")
+        ctype = headers.get("content-type", "") if isinstance(headers, dict) else ""
+        secrets |= _body_secrets(body, fields=fields, content_type=str(ctype))
     if _may_hold(entry, secrets):
         patterns = _patterns(secrets)
         entry = {k: _mask_part(v, patterns) for k, v in entry.items()}
@@ -330,8 +338,8 @@ def _basic_parts(token: str) -> set[str]:
     return {decoded, password, user}
 
 
-def _body_secrets(body: Any, *, fields: bool = True) -> frozenset[str]:
-    """Values of the credential fields of a stored body (JSON, or a form as text)."""
+def _body_secrets(body: Any, *, fields: bool = True, content_type: str = "") -> frozenset[str]:
+    """Values of the credential fields of a stored body: JSON, a form, or multipart parts."""
     found: set[str] = set()
     if not isinstance(body, dict):
         return frozenset()
@@ -342,7 +350,22 @@ def _body_secrets(body: Any, *, fields: bool = True) -> frozenset[str]:
         for name, value in parse_qsl(text.strip(), keep_blank_values=True):
             if is_credential_param(name):
                 found.add(value)
+    if content_type.lower().startswith("multipart/"):
+        for part, content, _raw in multipart_parts(_stored_bytes(body), content_type) or ():
+            if part and is_credential_param(part):
+                value = content.decode("utf-8", "replace")
+                found.update({value, value.strip()})
     return _worth_masking(found)
+
+
+def _stored_bytes(body: dict[str, Any]) -> bytes:
+    """The bytes of a stored ``text`` or ``base64`` body (empty for any other)."""
+    if isinstance(body.get("text"), str):
+        return str(body["text"]).encode("utf-8")
+    try:
+        return base64.b64decode(str(body.get("base64", "")), validate=True)
+    except (binascii.Error, ValueError):
+        return b""
 
 
 def _field_values(value: Any, found: set[str], *, inside: bool) -> None:

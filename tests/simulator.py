@@ -486,6 +486,12 @@ class ProviderSimulator:
         audio = bytes(range(256)) * 4 + hashlib.sha256(text.encode()).digest()
         return _Reply(body=audio, content_type="audio/mpeg")
 
+    def _audio_transcription(self, call: _Call) -> _Reply:
+        """A multipart upload (a file and form fields): the text says what arrived."""
+        size = len(call.request.body)
+        text = self.reply({}) if callable(self.reply) else f"Transcribed {size} bytes"
+        return _json({"text": text})
+
     # -- Anthropic ---------------------------------------------------------------
 
     def _anthropic_messages(self, call: _Call) -> _Reply:
@@ -658,6 +664,7 @@ _ROUTES: list[tuple[str, re.Pattern[str], Callable[[ProviderSimulator, _Call], _
         ("POST", r"/(?:openai/)?v1/chat/completions", ProviderSimulator._openai_chat),
         ("POST", r"/v1/responses", ProviderSimulator._openai_responses),
         ("POST", r"/v1/audio/speech", ProviderSimulator._audio_speech),
+        ("POST", r"/v1/audio/transcriptions", ProviderSimulator._audio_transcription),
         ("POST", r"/v1/messages", ProviderSimulator._anthropic_messages),
         ("POST", r"/api/chat", ProviderSimulator._ollama_chat),
         ("GET", r"/api/tags", ProviderSimulator._ollama_tags),

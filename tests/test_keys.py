@@ -210,6 +210,18 @@ MULTIPART = [
     ),
     pytest.param([("model", "whisper-1")], [("model", "whisper-2")], False, id="other value"),
     pytest.param([("a", "1"), ("b", "2")], [("b", "2"), ("a", "1")], False, id="part order counts"),
+    pytest.param(
+        [("model", "m"), ("api_key", "first-key-0123")],
+        [("model", "m"), ("api_key", "other-key-9876")],
+        True,
+        id="credential parts dropped",
+    ),
+    pytest.param(
+        [("model", "m"), ("api_key", "first-key-0123")],
+        [("model", "m")],
+        True,
+        id="with or without a credential part",
+    ),
 ]
 
 

@@ -291,6 +291,17 @@ def _cookie(provider: ProviderSimulator, value: str | None) -> str:
     return _raw_chat(provider, {"cookie": f"theme=dark; session={value}"} if value else {})
 
 
+def _multipart_field(provider: ProviderSimulator, key: str | None) -> str:
+    """A key sent as a form field of a multipart upload, beside a binary file."""
+    with httpx.Client() as client:
+        response = client.post(
+            provider.url("/v1/audio/transcriptions"),
+            data={"model": "whisper-1", **({"api_key": key} if key else {})},
+            files={"file": ("clip.wav", b"RIFF\x00\xff" + bytes(range(256)), "audio/wav")},
+        )
+    return str(response.json()["text"])
+
+
 def _one(value: str) -> list[str]:
     return [value]
 
@@ -323,6 +334,7 @@ STYLES = [
         _basic,
     ),
     AuthStyle("cookie", lambda: "s%3A" + token("", 16) + "/+=", _one, _cookie),
+    AuthStyle("multipart-form-field", lambda: token("mp-", 16), _one, _multipart_field),
 ]
 
 
