@@ -360,8 +360,9 @@ def _body_secrets(body: Any, *, fields: bool = True, content_type: str = "") -> 
 
 def _stored_bytes(body: dict[str, Any]) -> bytes:
     """The bytes of a stored ``text`` or ``base64`` body (empty for any other)."""
-    if isinstance(body.get("text"), str):
-        return str(body["text"]).encode("utf-8")
+    text = body.get("text")
+    if isinstance(text, str):
+        return text.encode("utf-8")
     try:
         return base64.b64decode(str(body.get("base64", "")), validate=True)
     except (binascii.Error, ValueError):

@@ -287,9 +287,9 @@ class Session:
                 return None
             cassette = self._cassette(key)
             count = len(cassette) if cassette is not None else 0
-            if index < count or (count and self.mode is Mode.REPLAY):
+            if cassette is not None and (index < count or (count and self.mode is Mode.REPLAY)):
                 self.replayed += 1
-                return cassette.response(min(index, count - 1))  # type: ignore[union-attr]
+                return cassette.response(min(index, count - 1))
             if self.mode is Mode.REPLAY:
                 raise self._miss(info)
             return None
@@ -325,9 +325,8 @@ class Session:
         """
         if key in self._cassettes:
             return self._cassettes[key]
-        cassette = Cassette.load(f"{self._dir}{os.sep}{key}.json")
-        if cassette is None or len(cassette) > 1:
-            self._cassettes[key] = cassette
+        cassette = Cassette.load(os.path.join(self._dir, f"{key}.json"))
+        self._keep(key, cassette)
         return cassette
 
     def _keep(self, key: str, cassette: Cassette | None) -> None:

@@ -22,6 +22,7 @@ from groq.types.chat import ChatCompletion as GroqChatCompletion
 from openai.types.chat import ChatCompletion, ChatCompletionMessage
 from openai.types.responses import Response
 from simulator import ProviderSimulator
+from wire import responses
 
 from ghostrun._expect import ExpectationFailed, expect_tool_calls
 from ghostrun._tool_calls import ExpectToolCalls, ToolCall, normalize_tool_calls
@@ -76,13 +77,8 @@ OPENAI_CHAT = {
     ],
     "usage": {"prompt_tokens": 20, "completion_tokens": 9, "total_tokens": 29},
 }
-RESPONSES = {
-    "id": "resp_1",
-    "object": "response",
-    "created_at": 1_700_000_000,
-    "status": "completed",
-    "model": "gpt-4.1",
-    "output": [
+RESPONSES = responses(
+    [
         {"type": "reasoning", "id": "rs_1", "summary": []},
         {
             "type": "message",
@@ -99,17 +95,8 @@ RESPONSES = {
             "arguments": '{"order_id":"A123"}',
             "status": "completed",
         },
-    ],
-    "parallel_tool_calls": True,
-    "tool_choice": "auto",
-    "tools": [],
-    "error": None,
-    "incomplete_details": None,
-    "instructions": None,
-    "metadata": {},
-    "temperature": 1.0,
-    "top_p": 1.0,
-}
+    ]
+)
 ANTHROPIC = {
     "id": "msg_01",
     "type": "message",
