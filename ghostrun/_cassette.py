@@ -27,7 +27,7 @@ import orjson
 from ._exceptions import CassetteError
 from ._files import dump_json, read_json, write_atomic
 
-__all__ = ["FORMAT_VERSION", "Cassette", "Recording", "decode_body", "encode_body"]
+__all__ = ["FORMAT_VERSION", "Cassette", "Recording", "decode_body", "encode_body", "read_replies"]
 
 FORMAT_VERSION = 1
 _STREAM_KINDS = ("sse", "ndjson", "chunks")
@@ -51,16 +51,9 @@ class Recording:
 
 
 class Cassette:
-    """A cassette: its responses, decoded once, and the JSON document behind them.
+    """A cassette's JSON document, for adding a response to it (replay uses `read_replies`)."""
 
-    A loaded cassette keeps only its decoded responses: a session replaying
-    thousands of cassettes leaves the garbage collector few objects to walk
-    (kept, the parsed documents make every full collection slower, and the
-    suite with it). The document (``request``, ``raw_responses``) is read from
-    the file again only when a response is added to the cassette.
-    """
-
-    __slots__ = ("_decoded", "_document", "key", "path")
+    __slots__ = ("key", "path", "raw_responses", "request")
 
     def __init__(
         self,
@@ -71,71 +64,20 @@ class Cassette:
     ) -> None:
         self.path = path
         self.key = key
-        self._document: tuple[dict[str, Any], list[dict[str, Any]]] | None = (
-            request,
-            raw_responses,
-        )
-        self._decoded: dict[int, Recording] = {}
+        self.request = request
+        self.raw_responses = raw_responses
 
     def __len__(self) -> int:
-        return len(self._decoded) if self._document is None else len(self._document[1])
+        return len(self.raw_responses)
 
     def response(self, index: int) -> Recording:
-        found = self._decoded.get(index)
-        if found is None:
-            found = self._decoded[index] = _decode_response(self.raw_responses[index], self.path)
-        return found
-
-    @property
-    def request(self) -> dict[str, Any]:
-        return self._parsed()[0]
-
-    @request.setter
-    def request(self, value: dict[str, Any]) -> None:
-        self._document = (value, self._parsed()[1])
-
-    @property
-    def raw_responses(self) -> list[dict[str, Any]]:
-        return self._parsed()[1]
-
-    def _parsed(self) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        if self._document is None:  # read again: another process may have added to it
-            found = Cassette._read(self.path)
-            self._document = found[1:] if found is not None else ({}, [])
-            self._decoded = {}
-        return self._document
+        return _decode_response(self.raw_responses[index], self.path)
 
     @classmethod
     def load(cls, path: str | Path) -> Cassette | None:
-        """The cassette at ``path`` with every response decoded, or None if there is none."""
-        found = cls._read(path)
-        if found is None:
-            return None
-        key, _request, responses = found
-        cassette = cls(path, key, {}, [])
-        cassette._decoded = {i: _decode_response(raw, path) for i, raw in enumerate(responses)}
-        cassette._document = None
-        return cassette
-
-    @staticmethod
-    def _read(path: str | Path) -> tuple[str, dict[str, Any], list[dict[str, Any]]] | None:
-        data = read_json(path)
-        if data is None:
-            return None
-        if not isinstance(data, dict) or "version" not in data:
-            raise CassetteError(f'corrupt cassette {path}: not a ghostrun cassette (no "version")')
-        if data["version"] != FORMAT_VERSION:
-            raise CassetteError(
-                f"cassette {path} has format version {data['version']!r}, but this ghostrun "
-                f"reads version {FORMAT_VERSION}: upgrade ghostrun, or delete the file and "
-                "re-record with GHOSTRUN_MODE=record"
-            )
-        responses = data.get("responses")
-        request = data.get("request")
-        if not isinstance(responses, list) or not isinstance(request, dict):
-            raise CassetteError(f'corrupt cassette {path}: "request" or "responses" missing')
-        key = str(data["key"]) if "key" in data else Path(path).stem
-        return key, request, responses
+        """The cassette at ``path``, or None if there is none."""
+        found = _read(path)
+        return None if found is None else cls(path, *found)
 
     def save(self) -> None:
         document = {
@@ -145,6 +87,35 @@ class Cassette:
             "responses": self.raw_responses,
         }
         write_atomic(self.path, dump_json(document))
+
+
+def read_replies(path: str) -> list[Recording] | None:
+    """The responses recorded at ``path``, decoded, or None if there is none: the replay path."""
+    found = _read(path)
+    if found is None:
+        return None
+    return [_decode_response(raw, path) for raw in found[2]]
+
+
+def _read(path: str | Path) -> tuple[str, dict[str, Any], list[dict[str, Any]]] | None:
+    """(key, request, raw responses) of the cassette at ``path``, checked; None if there is none."""
+    data = read_json(path)
+    if data is None:
+        return None
+    if not isinstance(data, dict) or "version" not in data:
+        raise CassetteError(f'corrupt cassette {path}: not a ghostrun cassette (no "version")')
+    if data["version"] != FORMAT_VERSION:
+        raise CassetteError(
+            f"cassette {path} has format version {data['version']!r}, but this ghostrun "
+            f"reads version {FORMAT_VERSION}: upgrade ghostrun, or delete the file and "
+            "re-record with GHOSTRUN_MODE=record"
+        )
+    responses = data.get("responses")
+    request = data.get("request")
+    if not isinstance(responses, list) or not isinstance(request, dict):
+        raise CassetteError(f'corrupt cassette {path}: "request" or "responses" missing')
+    key = str(data["key"]) if "key" in data else Path(path).stem
+    return key, request, responses
 
 
 def encode_response(recording: Recording, content_type: str) -> dict[str, Any]:

@@ -11,10 +11,12 @@ or none.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
+import importlib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
@@ -85,6 +87,22 @@ CREDENTIAL_QUERY_PARAMS = CREDENTIAL_FIELDS | frozenset(
 )
 _DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 _SORTED_COMPACT = orjson.OPT_SORT_KEYS
+# How every name in CREDENTIAL_FIELDS ends, closing quote included: a body
+# without any of these (squashed) has no credential field to look for.
+_FIELD_ENDINGS = (b'key"', b'token"', b'secret"', b'password"', b'passwd"', b'authorization"')
+
+
+def _builtin_sha256() -> Callable[[bytes], Any]:
+    """The interpreter's own sha256: hashlib's digests, at half the cost of OpenSSL's
+    in the middle of an SDK call (for a key, setting up the hash is most of the work)."""
+    for name in ("_sha2", "_sha256"):  # its module's name from Python 3.12, and before
+        with contextlib.suppress(ImportError, AttributeError):
+            found: Callable[[bytes], Any] = importlib.import_module(name).sha256
+            return found
+    return hashlib.sha256  # an interpreter built without it
+
+
+_sha256 = _builtin_sha256()
 
 
 @functools.lru_cache(maxsize=1024)  # names repeat on every request
@@ -103,6 +121,7 @@ def _squash(name: str) -> str:
     return name.lower().replace("-", "").replace("_", "")
 
 
+@functools.lru_cache(maxsize=256)  # an SDK sends a few URLs, again and again
 def canonical_url(scheme: str, host: str, port: int | None, path: str, query: str) -> str:
     """Scheme, host, port (when not the default), path and sorted query without credentials."""
     scheme = scheme.lower()
@@ -136,7 +155,7 @@ def canonical_body(body: bytes, content_type: str, ignore: Sequence[tuple[str, .
             value = orjson.loads(body)
         except orjson.JSONDecodeError:
             return body
-        if has_credential_field(value):
+        if _may_name_credential(body) and has_credential_field(value):
             value = _without_credentials(value)
         for path in ignore:
             _remove(value, path)
@@ -150,8 +169,21 @@ def canonical_body(body: bytes, content_type: str, ignore: Sequence[tuple[str, .
 
 
 def match_key(method: str, url: str, body: bytes) -> str:
-    digest = hashlib.sha256(b"\n".join((method.upper().encode(), url.encode(), body)))
-    return digest.hexdigest()[:32]
+    digest: str = _sha256(b"\n".join((method.upper().encode(), url.encode(), body))).hexdigest()
+    return digest[:32]
+
+
+def _may_name_credential(body: bytes) -> bool:
+    """False when no key of this JSON text can name a credential: most bodies, found in C.
+
+    Exact for ASCII text without escapes, where lower-casing and squashing the
+    whole text squashes each key as `is_credential_field` does; anything else
+    (an escape, a non-ASCII byte) goes to the walk over the parsed keys.
+    """
+    if b"\\" in body or not body.isascii():
+        return True
+    squashed = body.lower().replace(b"_", b"").replace(b"-", b"")
+    return any(ending in squashed for ending in _FIELD_ENDINGS)
 
 
 def has_credential_field(value: Any) -> bool:

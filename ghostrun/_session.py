@@ -19,14 +19,13 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl
 
 from . import _patch
-from ._cassette import Cassette, Recording, encode_body, encode_response
+from ._cassette import Cassette, Recording, encode_body, encode_response, read_replies
 from ._config import settings
 from ._exceptions import CacheMiss
 from ._hosts import PROVIDER_HOSTS, HostMatcher
@@ -43,6 +42,7 @@ _bypass: ContextVar[bool] = ContextVar("ghostrun_bypass", default=False)
 _global_stack: list[Session] = []
 _global_lock = threading.Lock()
 _AUTH_FAILURES = frozenset({401, 403, 407})
+_UNREAD: Any = object()
 
 
 def current_session() -> Session | None:
@@ -77,17 +77,28 @@ def bypass_interception() -> Iterator[None]:
         _bypass.reset(token)
 
 
-@dataclass(slots=True)
 class RequestInfo:
     """What a session needs to know about a request, whichever library sent it."""
 
-    method: str
-    url: str  # canonical: credential query parameters dropped, query sorted
-    headers: Sequence[tuple[str, str]]  # lower-case names
-    query: list[tuple[str, str]]
-    body: bytes
-    content_type: str
-    key: str = ""
+    __slots__ = ("_content_type", "body", "headers", "key", "method", "query", "url")
+
+    def __init__(
+        self,
+        method: str,
+        url: str,  # canonical: credential query parameters dropped, query sorted
+        headers: Sequence[tuple[str, str]],  # lower-case names; may be built when first read
+        query: list[tuple[str, str]],
+        body: bytes,
+        content_type: str | None = None,  # None: looked up in ``headers`` when needed
+    ) -> None:
+        self.method, self.url, self.headers, self.query = method, url, headers, query
+        self.body, self._content_type, self.key = body, content_type, ""
+
+    @property
+    def content_type(self) -> str:
+        if self._content_type is None:
+            self._content_type = next((v for k, v in self.headers if k == "content-type"), "")
+        return self._content_type
 
 
 class Tape:
@@ -162,12 +173,12 @@ class Session:
         """Read mode, directory and hosts afresh: the environment may have changed."""
         self.mode: Mode = resolve_mode(self._code_mode)
         self.cassette_dir: Path = settings.resolve_cassette_dir(self._code_cassette_dir)
-        self._dir = os.fspath(self.cassette_dir)  # a str joins faster: once per request
+        self._prefix = os.path.join(self.cassette_dir, "")  # + key + ".json": once per request
         self.name: str | None = self._code_name or current_test_id()
         self._ignore = split_field_paths(self.ignore_fields)
         self._matcher = HostMatcher(PROVIDER_HOSTS + settings.extra_hosts() + self.hosts)
         self._seen: dict[str, int] = {}
-        self._cassettes: dict[str, Cassette | None] = {}
+        self._replies: dict[str, list[Recording] | None] = {}
         self._recorded_here: dict[str, int] = {}
         self._unraised: list[CacheMiss] = []
 
@@ -257,21 +268,16 @@ class Session:
     ) -> RequestInfo:
         """Build the key of a request from its parts (scheme, host, port, path, query).
 
-        An adapter that knows the content type passes it, so that ``headers``
-        may be a lazy sequence: a replayed request never reads them.
+        ``headers`` may be a lazy sequence: replaying a JSON request never
+        reads them (the key reads any body that looks like JSON as JSON, so only
+        another body's content type is looked up).
         """
-        if content_type is None:
-            content_type = next((v for k, v in headers if k == "content-type"), "")
+        method = method.upper()
         url = canonical_url(*url_parts)
-        info = RequestInfo(
-            method.upper(),
-            url,
-            headers,
-            parse_qsl(url_parts[4], keep_blank_values=True) if url_parts[4] else [],
-            body,
-            content_type,
-        )
-        info.key = match_key(info.method, url, canonical_body(body, content_type, self._ignore))
+        query = parse_qsl(url_parts[4], keep_blank_values=True) if url_parts[4] else []
+        info = RequestInfo(method, url, headers, query, body, content_type)
+        key_type = "" if body[:1] in (b"{", b"[") else info.content_type
+        info.key = match_key(method, url, canonical_body(body, key_type, self._ignore))
         return info
 
     def plan(self, info: RequestInfo) -> Recording | None:
@@ -285,11 +291,17 @@ class Session:
             self.used_keys.add(key)
             if self.mode is Mode.RECORD:
                 return None
-            cassette = self._cassette(key)
-            count = len(cassette) if cassette is not None else 0
-            if cassette is not None and (index < count or (count and self.mode is Mode.REPLAY)):
+            # Kept only when there are several responses to step through, or none
+            # (a miss): a single one (nearly always) is read again if its request
+            # repeats, since thousands kept would slow every full garbage collection.
+            replies: list[Recording] | None = self._replies.get(key, _UNREAD)
+            if replies is _UNREAD:
+                replies = read_replies(self._prefix + key + ".json")
+                if replies is None or len(replies) > 1:
+                    self._replies[key] = replies
+            if replies and (index < len(replies) or self.mode is Mode.REPLAY):
                 self.replayed += 1
-                return cassette.response(min(index, count - 1))
+                return replies[min(index, len(replies) - 1)]
             if self.mode is Mode.REPLAY:
                 raise self._miss(info)
             return None
@@ -306,42 +318,22 @@ class Session:
             cassette = self._cassette_for_writing(info)
             if self._recorded_here.get(info.key, 0) and _last_transient(cassette):
                 cassette.raw_responses.pop()
-                cassette._decoded.pop(len(cassette), None)
                 self.recorded -= 1
             entry = self._entry(info, recording)
             cassette.request = entry["request"]
             cassette.raw_responses.append(entry["response"])
             cassette.save()
-            self._keep(info.key, cassette)
+            self._replies.pop(info.key, None)  # replayed from the file from now on
             self._recorded_here[info.key] = self._recorded_here.get(info.key, 0) + 1
             self.recorded += 1
 
-    def _cassette(self, key: str) -> Cassette | None:
-        """The key's cassette, read once per session unless it holds a single response.
-
-        A cassette of one response (nearly all) is read again if its request
-        repeats: kept by the thousand, cassettes would slow down every full
-        garbage collection of a long session.
-        """
-        if key in self._cassettes:
-            return self._cassettes[key]
-        cassette = Cassette.load(os.path.join(self._dir, f"{key}.json"))
-        self._keep(key, cassette)
-        return cassette
-
-    def _keep(self, key: str, cassette: Cassette | None) -> None:
-        if cassette is None or len(cassette) > 1:
-            self._cassettes[key] = cassette
-        else:
-            self._cassettes.pop(key, None)
-
     def _cassette_for_writing(self, info: RequestInfo) -> Cassette:
         """Record mode starts each key afresh once per session; auto appends."""
+        path = self._prefix + info.key + ".json"
         fresh = self.mode is Mode.RECORD and info.key not in self._recorded_here
-        cassette = None if fresh else self._cassette(info.key)
-        if cassette is None:
-            cassette = Cassette(os.path.join(self._dir, f"{info.key}.json"), info.key, {}, [])
-        return cassette
+        missing = info.key in self._replies and self._replies[info.key] is None  # plan saw none
+        cassette = None if fresh or missing else Cassette.load(path)
+        return Cassette(path, info.key, {}, []) if cassette is None else cassette
 
     def _entry(self, info: RequestInfo, recording: Recording) -> dict[str, Any]:
         from ._redact import (

@@ -53,14 +53,11 @@ def live_headers(headers: Any) -> list[tuple[str, str]]:
 def _describe(session: Session, request: Any, body: bytes) -> RequestInfo:
     url = request.url
     parts = (url.scheme, url.host, url.port, url.path, url.query.decode("ascii", "replace"))
-    content_type = request.headers.get("content-type", "")
-    return session.describe(
-        request.method, parts, _HeaderPairs(request.headers), body, content_type
-    )
+    return session.describe(request.method, parts, _HeaderPairs(request.headers), body)
 
 
 class _HeaderPairs(Sequence[tuple[str, str]]):
-    """``headers.multi_items()``, built when first read: replaying a request never reads them."""
+    """``headers.multi_items()``, built when first read: replaying JSON never reads them."""
 
     __slots__ = ("_headers", "_items")
 

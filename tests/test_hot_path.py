@@ -126,6 +126,26 @@ def test_a_repeated_request_reads_its_cassette_again_but_never_another(
     assert log.listed == []
 
 
+def test_recording_a_new_request_looks_for_its_cassette_once_then_writes_it_once(
+    provider: ProviderSimulator, cassette_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Auto mode: the replay attempt finds no file; writing does not look again."""
+    cassette_dir.mkdir(parents=True, exist_ok=True)
+    with (
+        httpx2.Client() as client,
+        ghostrun.session(mode="auto", cassette_dir=cassette_dir, hosts=LOOPBACK) as session,
+    ):
+        with watching(monkeypatch, cassette_dir) as log:
+            client.post(provider.url("/v1/chat/completions"), json=BODY).raise_for_status()
+        assert session.recorded == 1
+
+    (path,) = cassette_dir.glob("*.json")
+    names = [os.path.basename(p) for p in log.opened]
+    assert names[0] == path.name and len(names) == 2, names
+    assert names[1].startswith(f".{path.name}.") and names[1].endswith(".tmp"), names
+    assert log.listed == []
+
+
 def test_opening_a_session_neither_lists_nor_reads_the_cassette_dir(
     provider: ProviderSimulator, cassette_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -6,12 +6,14 @@ other, and what must never enter the key (credentials above all).
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import orjson
 import pytest
 
 from ghostrun._keys import (
+    CREDENTIAL_FIELDS,
     canonical_body,
     canonical_url,
     is_credential_field,
@@ -340,6 +342,31 @@ def test_match_key_is_32_hex_digits_and_stable() -> None:
     assert len(key) == 32
     assert int(key, 16) >= 0
     assert key == match_key("POST", "https://h/p", b"{}")
+
+
+def test_match_key_is_the_sha256_cassettes_are_named_by() -> None:
+    """Committed cassettes are found by this name: its recipe never changes."""
+    expected = hashlib.sha256(b"POST\nhttps://h/p\n{}").hexdigest()[:32]
+    assert match_key("post", "https://h/p", b"{}") == expected
+
+
+def _spellings(name: str) -> list[str]:
+    """Ways one credential field name can be written that all name it."""
+    return [
+        name,
+        name.upper(),
+        "_".join(name),  # a_p_i_k_e_y
+        "-".join(name.upper()),
+        name.replace("k", "\u212a"),  # KELVIN SIGN: lower-cases to "k" (non-ASCII)
+        "\\u00" + format(ord(name[0]), "02x") + name[1:],  # the first letter as a JSON escape
+    ]
+
+
+@pytest.mark.parametrize("name", sorted(CREDENTIAL_FIELDS))
+def test_every_spelling_of_a_credential_field_is_dropped_from_the_key(name: str) -> None:
+    for spelling in _spellings(name):
+        body = b'{"model": "m", "nested": [{"' + spelling.encode() + b'": "sk-1"}]}'
+        assert canonical_body(body, JSON_TYPE) == b'{"model":"m","nested":[{}]}', spelling
 
 
 @pytest.mark.parametrize(

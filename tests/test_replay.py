@@ -298,6 +298,22 @@ def test_response_extension_says_what_happened(
         assert httpx.post(url, json=body).extensions["ghostrun"] == "replayed"
 
 
+@pytest.mark.parametrize("lib", [httpx, httpx2], ids=["httpx", "httpx2"])
+def test_a_form_body_is_keyed_by_its_content_type(
+    provider: ProviderSimulator, cassette_dir: Path, lib: Any
+) -> None:
+    """Only a body that is not JSON needs its content type for the key: a form's
+    fields are sorted and its credential fields dropped."""
+    url = provider.url("/v1/oauth/token")
+    with ghostrun.session(cassette_dir=cassette_dir, hosts=LOOPBACK):
+        lib.post(url, data={"grant_type": "x", "client_secret": "one", "scope": "a b"})
+    provider.stop()
+    form = {"content-type": "application/x-www-form-urlencoded"}
+    with ghostrun.session(cassette_dir=cassette_dir, hosts=LOOPBACK, mode="replay") as replay:
+        lib.post(url, content=b"scope=a+b&client_secret=two&grant_type=x", headers=form)
+    assert replay.replayed == 1
+
+
 def test_key_ignores_json_key_order_whitespace_and_ignored_fields(
     provider: ProviderSimulator, cassette_dir: Path
 ) -> None:
