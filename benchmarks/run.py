@@ -125,11 +125,11 @@ TARGETS: dict[tuple[str, str], tuple[str, Callable[[Row, Row], bool]]] = {
     ("w2", "ghostrun"): ("<= 1.10x floor", lambda r, b: r.ratio(b) <= 1.10),
     ("w3", "ghostrun"): (
         "<= floor +30 ms, +10 MB",
-        lambda r, b: r.delta(b) <= 0.030 and r.delta(b, "rss") <= 10 * MB,
+        lambda r, b: r.delta(b, "after_sdk") <= 0.030 and r.delta(b, "rss") <= 10 * MB,
     ),
     ("w3", "ghostrun-few"): (
         "<= floor +30 ms, +10 MB",
-        lambda r, b: r.delta(b) <= 0.030 and r.delta(b, "rss") <= 10 * MB,
+        lambda r, b: r.delta(b, "after_sdk") <= 0.030 and r.delta(b, "rss") <= 10 * MB,
     ),
     ("w4", "ghostrun-record"): ("<= 1.25x without", lambda r, b: r.ratio(b) <= 1.25),
     ("w5", "verdict"): ("<= 2 ms each", lambda r, b: r.median() <= 0.002),
@@ -229,6 +229,7 @@ def measure(row: Row, rep: int, simulator: Simulator | None = None) -> None:
         return
     if row.workload == "w3":
         result["cpu"] = result["cpu_to_first"]
+        result["after_sdk"] = result["cpu_after_sdk"]
         result["wall"] = result["t_first"] - result["spawned"]
         result["rss"] = result["rss_kb"] * 1024
     else:
@@ -419,11 +420,12 @@ def _cells(rows: list[Row], row: Row) -> list[str]:
         rss = row.median("rss") / MB
         cells = [label, fmt_time(row.median()), fmt_span(row.values())]
         if base is None or base is row:
-            cells += ["", "", fmt_time(row.median("wall")), "", f"{rss:.0f} MB"]
+            cells += ["", "", "", fmt_time(row.median("wall")), "", f"{rss:.0f} MB"]
         else:
             cells += [
                 f"{row.delta(base) * 1e3:+.0f} ms",
                 f"{row.delta_of_medians(base) * 1e3:+.0f} ms",
+                f"{row.delta(base, 'after_sdk') * 1e3:+.0f} ms",
                 fmt_time(row.median("wall")),
                 f"{row.delta(base, 'wall') * 1e3:+.0f} ms",
                 f"{rss:.0f} MB ({row.delta(base, 'rss') / MB:+.1f})",
@@ -456,6 +458,7 @@ HEADS = {
         "min - max",
         "vs floor",
         "of medians",
+        "after SDK import",
         "wall to 1st",
         "vs floor",
         "peak RSS (vs floor)",
@@ -497,6 +500,8 @@ def render(rows: list[Row], meta: dict[str, Any]) -> str:
         + " passes; median, min - max. Ratios (and W3's differences): the median of each",
         "repetition's ratio to the baseline's process run beside it (the machine's speed drifts",
         "between repetitions; pairing cancels the drift), then the ratio of the two medians",
+        "(\"of medians\"). W3's target is checked on the CPU time after the SDK's import: the",
+        "start-up before it is the same code for every contender, and only adds its noise.",
     ]
     for workload in WORKLOADS:
         mine = [r for r in rows if r.workload == workload]
@@ -546,7 +551,8 @@ def to_json(rows: list[Row], meta: dict[str, Any]) -> dict[str, Any]:
         }
         if row.runs:
             base = baseline(rows, row)
-            metrics = ("cpu", "wall", "rss") if row.workload == "w3" else ("cpu", "wall")
+            w3 = row.workload == "w3"
+            metrics = ("cpu", "after_sdk", "wall", "rss") if w3 else ("cpu", "wall")
             for metric in metrics:
                 values = row.values(metric)
                 entry[metric] = {
