@@ -76,7 +76,7 @@ def main() -> None:
 
     headers, body = floor_response
 
-    def prebuilt(request: Any = None) -> Any:
+    def prebuilt(request: Any) -> Any:
         return lib.Response(200, headers=headers, stream=lib.ByteStream(body))
 
     def unreachable(request: Any) -> Any:

@@ -89,15 +89,16 @@ class RequestInfo:
         headers: Sequence[tuple[str, str]],  # lower-case names; may be built when first read
         query: list[tuple[str, str]],
         body: bytes,
-        content_type: str | None = None,  # None: looked up in ``headers`` when needed
     ) -> None:
         self.method, self.url, self.headers, self.query = method, url, headers, query
-        self.body, self._content_type, self.key = body, content_type, ""
+        self.body, self.key = body, ""
+        self._content_type: str | None = None
 
     @property
     def content_type(self) -> str:
+        """Looked up when first asked for: replaying a JSON request never needs it."""
         if self._content_type is None:
-            self._content_type = next((v for k, v in self.headers if k == "content-type"), "")
+            self._content_type = _content_type(self.headers)
         return self._content_type
 
 
@@ -264,7 +265,6 @@ class Session:
         url_parts: tuple[str, str, int | None, str, str],
         headers: Sequence[tuple[str, str]],
         body: bytes,
-        content_type: str | None = None,
     ) -> RequestInfo:
         """Build the key of a request from its parts (scheme, host, port, path, query).
 
@@ -275,7 +275,7 @@ class Session:
         method = method.upper()
         url = canonical_url(*url_parts)
         query = parse_qsl(url_parts[4], keep_blank_values=True) if url_parts[4] else []
-        info = RequestInfo(method, url, headers, query, body, content_type)
+        info = RequestInfo(method, url, headers, query, body)
         key_type = "" if body[:1] in (b"{", b"[") else info.content_type
         info.key = match_key(method, url, canonical_body(body, key_type, self._ignore))
         return info
@@ -331,7 +331,7 @@ class Session:
         """Record mode starts each key afresh once per session; auto appends."""
         path = self._prefix + info.key + ".json"
         fresh = self.mode is Mode.RECORD and info.key not in self._recorded_here
-        missing = info.key in self._replies and self._replies[info.key] is None  # plan saw none
+        missing = self._replies.get(info.key, _UNREAD) is None  # plan found no file
         cassette = None if fresh or missing else Cassette.load(path)
         return Cassette(path, info.key, {}, []) if cassette is None else cassette
 
@@ -414,7 +414,7 @@ def _last_transient(cassette: Cassette) -> bool:
     return bool(len(cassette)) and cassette.response(len(cassette) - 1).transient
 
 
-def _content_type(headers: list[tuple[str, str]]) -> str:
+def _content_type(headers: Iterable[tuple[str, str]]) -> str:
     for name, value in headers:
         if name.lower() == "content-type":
             return value

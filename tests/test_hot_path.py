@@ -61,7 +61,7 @@ def watching(monkeypatch: pytest.MonkeyPatch, root: Path) -> Iterator[DiskLog]:
 
     def parse_spy(original: Callable[..., Any]) -> Callable[..., Any]:
         def wrapper(data: Any, *args: Any, **kwargs: Any) -> Any:
-            binary = isinstance(data, bytes | bytearray | memoryview)
+            binary = isinstance(data, bytes | bytearray)
             log.parsed.append(bytes(data) if binary else str(data).encode())
             return original(data, *args, **kwargs)
 
