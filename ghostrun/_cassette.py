@@ -13,6 +13,19 @@ A BODY names its encoding by its only key: ``json`` (a JSON value), ``text``,
 ``chunks`` (the list of chunks received, each a string) and ``chunks_base64``.
 Bodies are stored decoded (never gzipped); replay reproduces streams chunk
 for chunk and binary bodies byte for byte.
+
+Runs. A response may carry ``"session": "<session name>"`` (the test id
+under pytest and unittest): the responses of one name form that session's
+*run*, kept contiguous in the file. When two sessions send the same request
+at once (``pytest -n`` workers, two tests of one suite, two processes), each
+keeps its own run, so nothing is lost and a loop replays its own sequence:
+a session replays its own run when the file has one, else the first run in
+the file (which it then extends, in ``auto``, past its end); ``record``
+replaces only the session's own run. Responses without the field (unnamed
+sessions, files from before runs) are one run.
+
+Every file is validated on read (`ghostrun._validate`): a bad one raises
+`CassetteError` naming the file and the field, and is never overwritten.
 """
 
 from __future__ import annotations
@@ -24,12 +37,22 @@ from typing import Any
 
 import orjson
 
+from . import _validate
 from ._exceptions import CassetteError
-from ._files import dump_json, read_json, write_atomic
+from ._files import dump_json, write_atomic
 
-__all__ = ["FORMAT_VERSION", "Cassette", "Recording", "decode_body", "encode_body", "read_replies"]
+__all__ = [
+    "FORMAT_VERSION",
+    "RUN_FIELD",
+    "Cassette",
+    "Recording",
+    "decode_body",
+    "encode_body",
+    "read_run",
+]
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = _validate.FORMAT_VERSIONS["cassette"]
+RUN_FIELD = "session"
 _STREAM_KINDS = ("sse", "ndjson", "chunks")
 _BYTE_KINDS = ("json", "text", "base64")
 
@@ -51,7 +74,7 @@ class Recording:
 
 
 class Cassette:
-    """A cassette's JSON document, for adding a response to it (replay uses `read_replies`)."""
+    """A cassette's JSON document, for adding a response to it (replay uses `read_run`)."""
 
     __slots__ = ("key", "path", "raw_responses", "request")
 
@@ -75,7 +98,7 @@ class Cassette:
 
     @classmethod
     def load(cls, path: str | Path) -> Cassette | None:
-        """The cassette at ``path``, or None if there is none."""
+        """The cassette at ``path``, checked, or None if there is none."""
         found = _read(path)
         return None if found is None else cls(path, *found)
 
@@ -88,34 +111,71 @@ class Cassette:
         }
         write_atomic(self.path, dump_json(document))
 
+    # -- runs ----------------------------------------------------------------------------
 
-def read_replies(path: str) -> list[Recording] | None:
-    """The responses recorded at ``path``, decoded, or None if there is none: the replay path."""
+    def run(self, label: str | None) -> list[int]:
+        """The positions in the file of the responses of run ``label``."""
+        return [i for i, raw in enumerate(self.raw_responses) if raw.get(RUN_FIELD) == label]
+
+    def choose_run(self, name: str | None) -> str | None:
+        """The run a session named ``name`` uses: its own, else the file's first."""
+        return choose_run(self.raw_responses, name)
+
+    def add(self, response: dict[str, Any], label: str | None) -> int:
+        """Add ``response`` at the end of run ``label``; its index within the run."""
+        if label is not None:
+            response = {**response, RUN_FIELD: label}
+        positions = self.run(label)
+        where = positions[-1] + 1 if positions else len(self.raw_responses)
+        self.raw_responses.insert(where, response)
+        return len(positions)
+
+    def drop_run(self, label: str | None) -> None:
+        self.raw_responses = [r for r in self.raw_responses if r.get(RUN_FIELD) != label]
+
+
+def choose_run(raw_responses: list[dict[str, Any]], name: str | None) -> str | None:
+    """A session's own run if the responses hold one, else the first run, else its own."""
+    first = _NO_RUN
+    for raw in raw_responses:
+        label = raw.get(RUN_FIELD)
+        if label == name:
+            return name
+        if first is _NO_RUN:
+            first = label
+    return name if first is _NO_RUN else first
+
+
+_NO_RUN: Any = object()
+
+
+def read_run(
+    path: str, name: str | None, label: Any = _NO_RUN
+) -> tuple[str | None, list[Recording]] | None:
+    """The replay path: (run label, its responses decoded), or None if there is no file.
+
+    ``label`` is the run the session already uses for this key; by default (or
+    when that run is gone) the session's own run, else the file's first.
+    """
     found = _read(path)
     if found is None:
         return None
-    return [_decode_response(raw, path) for raw in found[2]]
+    raw_responses = found[2]
+    if len(raw_responses) == 1:  # nearly always: one run of one response
+        return raw_responses[0].get(RUN_FIELD), [_decode_response(raw_responses[0], path)]
+    labels = {raw.get(RUN_FIELD) for raw in raw_responses}
+    if label is _NO_RUN or label not in labels:
+        label = choose_run(raw_responses, name)
+    chosen = [raw for raw in raw_responses if raw.get(RUN_FIELD) == label]
+    return label, [_decode_response(raw, path) for raw in chosen]
 
 
 def _read(path: str | Path) -> tuple[str, dict[str, Any], list[dict[str, Any]]] | None:
     """(key, request, raw responses) of the cassette at ``path``, checked; None if there is none."""
-    data = read_json(path)
+    data = _validate.load(path, "cassette")
     if data is None:
         return None
-    if not isinstance(data, dict) or "version" not in data:
-        raise CassetteError(f'corrupt cassette {path}: not a ghostrun cassette (no "version")')
-    if data["version"] != FORMAT_VERSION:
-        raise CassetteError(
-            f"cassette {path} has format version {data['version']!r}, but this ghostrun "
-            f"reads version {FORMAT_VERSION}: upgrade ghostrun, or delete the file and "
-            "re-record with GHOSTRUN_MODE=record"
-        )
-    responses = data.get("responses")
-    request = data.get("request")
-    if not isinstance(responses, list) or not isinstance(request, dict):
-        raise CassetteError(f'corrupt cassette {path}: "request" or "responses" missing')
-    key = str(data["key"]) if "key" in data else Path(path).stem
-    return key, request, responses
+    return data["key"], data["request"], data["responses"]
 
 
 def encode_response(recording: Recording, content_type: str) -> dict[str, Any]:

@@ -270,7 +270,7 @@ class RunLog:
                 path = runs_dir(directory) / f"{name}.json"
                 try:
                     document = _joined(document, path)
-                    write_atomic(path, dump_json({**document, "name": name}))
+                    write_atomic(path, dump_json({**document, "name": name}), root=directory)
                 except CassetteError as exc:
                     errors.append(exc)
                     break

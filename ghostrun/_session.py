@@ -25,11 +25,13 @@ from typing import Any, TypeVar
 from urllib.parse import parse_qsl
 
 from . import _patch
-from ._cassette import Cassette, Recording, encode_body, encode_response, read_replies
+from ._cassette import Cassette, Recording, encode_body, encode_response, read_run
 from ._config import settings
 from ._exceptions import CacheMiss
+from ._files import ensure_dir
 from ._hosts import PROVIDER_HOSTS, HostMatcher
 from ._keys import canonical_body, canonical_url, match_key, split_field_paths
+from ._lock import cassette_lock
 from ._modes import Mode, parse_mode, resolve_mode
 
 __all__ = ["Session", "bypass_interception", "current_session", "session"]
@@ -178,9 +180,11 @@ class Session:
         self.name: str | None = self._code_name or current_test_id()
         self._ignore = split_field_paths(self.ignore_fields)
         self._matcher = HostMatcher(PROVIDER_HOSTS + settings.extra_hosts() + self.hosts)
-        self._seen: dict[str, int] = {}
+        self._cursor: dict[str, int] = {}  # per key: the next response of its run to use
+        self._run_of: dict[str, str | None] = {}  # per key: the run (label) this session uses
         self._replies: dict[str, list[Recording] | None] = {}
         self._recorded_here: dict[str, int] = {}
+        self._transient_at: dict[str, int] = {}  # per key: where it last wrote a 429/5xx
         self._unraised: list[CacheMiss] = []
 
     def __repr__(self) -> str:
@@ -284,22 +288,31 @@ class Session:
         """The recording to replay, or None to send the request for real.
 
         Raises `CacheMiss` when the request is not recorded and the mode is replay.
+        The session steps through its run of the key (`ghostrun._cassette`, "Runs")
+        with a cursor that only a replay or a write moves, so a response another
+        process appended meanwhile is replayed, and none is ever handed out twice.
         """
         key = info.key
         with self._lock:
-            index = self._seen[key] = self._seen.get(key, -1) + 1
             self.used_keys.add(key)
             if self.mode is Mode.RECORD:
                 return None
+            index = self._cursor.get(key, 0)
             # Kept only when there are several responses to step through, or none
             # (a miss): a single one (nearly always) is read again if its request
             # repeats, since thousands kept would slow every full garbage collection.
             replies: list[Recording] | None = self._replies.get(key, _UNREAD)
             if replies is _UNREAD:
-                replies = read_replies(self._prefix + key + ".json")
+                found = read_run(
+                    self._prefix + key + ".json", self.name, self._run_of.get(key, _UNREAD)
+                )
+                replies = None if found is None else found[1]
+                if found is not None:
+                    self._run_of[key] = found[0]
                 if replies is None or len(replies) > 1:
                     self._replies[key] = replies
             if replies and (index < len(replies) or self.mode is Mode.REPLAY):
+                self._cursor[key] = index + 1
                 self.replayed += 1
                 return replies[min(index, len(replies) - 1)]
             if self.mode is Mode.REPLAY:
@@ -311,29 +324,64 @@ class Session:
 
         An authentication failure (401, 403, 407) is handed on but never written:
         replayed, it would keep answering "bad key" long after the key was fixed.
+        The write is a read-modify-write of the cassette under its lock
+        (`ghostrun._lock`): the file is read again once the lock is held, so a
+        response another session or process added meanwhile is kept.
         """
         if recording.status in _AUTH_FAILURES:
             return
+        key = info.key
+        path = self._prefix + key + ".json"
         with self._lock:
-            cassette = self._cassette_for_writing(info)
-            if self._recorded_here.get(info.key, 0) and _last_transient(cassette):
-                cassette.raw_responses.pop()
-                self.recorded -= 1
             entry = self._entry(info, recording)
-            cassette.request = entry["request"]
-            cassette.raw_responses.append(entry["response"])
-            cassette.save()
-            self._replies.pop(info.key, None)  # replayed from the file from now on
-            self._recorded_here[info.key] = self._recorded_here.get(info.key, 0) + 1
+            ensure_dir(self.cassette_dir)
+            with cassette_lock(path):
+                cassette = self._cassette_for_writing(info)
+                label = self._run_for_writing(key, cassette)
+                if self._replaces_transient(key, cassette, label):
+                    cassette.raw_responses.pop(cassette.run(label)[-1])
+                    self.recorded -= 1
+                cassette.request = entry["request"]
+                index = cassette.add(entry["response"], label)
+                cassette.save()
+            self._cursor[key] = index + 1
+            self._replies.pop(key, None)  # replayed from the file from now on
+            self._recorded_here[key] = self._recorded_here.get(key, 0) + 1
+            if recording.transient:
+                self._transient_at[key] = index
+            else:
+                self._transient_at.pop(key, None)
             self.recorded += 1
 
     def _cassette_for_writing(self, info: RequestInfo) -> Cassette:
-        """Record mode starts each key afresh once per session; auto appends."""
+        """The cassette as it is on disk now (read under its lock), or a new one.
+
+        Never what ``plan`` read earlier: another writer may have added to it
+        since. A file that fails to load raises, so it is never overwritten.
+        """
         path = self._prefix + info.key + ".json"
-        fresh = self.mode is Mode.RECORD and info.key not in self._recorded_here
-        missing = self._replies.get(info.key, _UNREAD) is None  # plan found no file
-        cassette = None if fresh or missing else Cassette.load(path)
+        cassette = Cassette.load(path)
         return Cassette(path, info.key, {}, []) if cassette is None else cassette
+
+    def _run_for_writing(self, key: str, cassette: Cassette) -> str | None:
+        """Record mode starts the session's own run afresh once; auto extends its run."""
+        if self.mode is Mode.RECORD:
+            if key not in self._recorded_here:
+                cassette.drop_run(self.name)
+            return self.name
+        label: str | None = self._run_of.get(key, _UNREAD)
+        if label is _UNREAD or not (cassette.run(label) or label == self.name):
+            label = cassette.choose_run(self.name)
+        self._run_of[key] = label
+        return label
+
+    def _replaces_transient(self, key: str, cassette: Cassette, label: str | None) -> bool:
+        """Whether this session's last write of ``key`` was a 429/5xx, still last in its run."""
+        at = self._transient_at.get(key)
+        positions = cassette.run(label)
+        if at is None or len(positions) != at + 1:
+            return False
+        return cassette.response(positions[-1]).transient
 
     def _entry(self, info: RequestInfo, recording: Recording) -> dict[str, Any]:
         from ._redact import (
@@ -408,10 +456,6 @@ def _carries_miss(exc: BaseException | None) -> bool:
     if isinstance(exc, BaseExceptionGroup):
         return exc.subgroup(CacheMiss) is not None
     return False
-
-
-def _last_transient(cassette: Cassette) -> bool:
-    return bool(len(cassette)) and cassette.response(len(cassette) - 1).transient
 
 
 def _content_type(headers: Iterable[tuple[str, str]]) -> str:

@@ -250,7 +250,7 @@ def _finish(job: _Job, draws: Sequence[RawVerdict]) -> Verdict:
     plan = draw_plan(job.judge.votes)
     verdict = tally(draws, job.judge.identity)
     record = _record(job.key, job.text, job.criterion, verdict, plan, draws)
-    write_atomic(job.path, dump_json(record))
+    write_atomic(job.path, dump_json(record), root=job.context.cassette_dir)
     _note(job.context.session, job.criterion, verdict)
     return verdict
 

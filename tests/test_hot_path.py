@@ -129,7 +129,12 @@ def test_a_repeated_request_reads_its_cassette_again_but_never_another(
 def test_recording_a_new_request_looks_for_its_cassette_once_then_writes_it_once(
     provider: ProviderSimulator, cassette_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Auto mode: the replay attempt finds no file; writing does not look again."""
+    """Auto mode: the replay attempt finds no file; the write reads it again under its lock.
+
+    The second look is the point of the lock (another process may have written
+    the file meanwhile); then one temporary file, and the directory synced once
+    for the new name.
+    """
     cassette_dir.mkdir(parents=True, exist_ok=True)
     with (
         httpx2.Client() as client,
@@ -141,8 +146,9 @@ def test_recording_a_new_request_looks_for_its_cassette_once_then_writes_it_once
 
     (path,) = cassette_dir.glob("*.json")
     names = [os.path.basename(p) for p in log.opened]
-    assert names[0] == path.name and len(names) == 2, names
-    assert names[1].startswith(f".{path.name}.") and names[1].endswith(".tmp"), names
+    lock, temp = f".{path.name}.ghostrun-lock", f".{path.name}.ghostrun-tmp-{os.getpid()}-"
+    assert names[:3] == [path.name, lock, path.name] and len(names) == 5, names
+    assert names[3].startswith(temp) and names[4] == cassette_dir.name, names
     assert log.listed == []
 
 
