@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import __version__, _diff, _runlog, _show
+from . import __version__, _diff, _inventory, _runlog, _show, _validate
 from ._config import settings
 from ._exceptions import CassetteError
 from ._files import read_json
@@ -199,8 +199,7 @@ def _latest_snapshot(runs: Path, candidate: dict[str, Any]) -> Path:
         reverse=True,
     )
     for path in snapshots:
-        data = read_json(path)
-        if not isinstance(data, dict) or data.get("run_id") != candidate.get("run_id"):
+        if _runlog.load_run(path).get("run_id") != candidate.get("run_id"):
             return path
     raise _UsageError(
         f"no snapshot to compare with in {runs}: save one with `pytest --ghostrun-snapshot "
@@ -221,13 +220,14 @@ class _Unused:
     """What the last run left untouched in a cassette directory."""
 
     run: dict[str, Any]
+    inventory: _inventory.Inventory
     cassettes: list[Path] = field(default_factory=list)
     verdicts: list[Path] = field(default_factory=list)
     verdicts_checked: bool = True
 
     @property
     def files(self) -> list[Path]:
-        return self.cassettes + self.verdicts
+        return self.cassettes + self.verdicts + self.inventory.leftovers
 
 
 def _unused(directory: Path) -> _Unused:
@@ -238,23 +238,15 @@ def _unused(directory: Path) -> _Unused:
             "`pytest --ghostrun-replay`), then check"
         )
     run = _runlog.load_run(last)
-    found = _Unused(run)
+    found = _Unused(run, _inventory.take(directory))
     used = set(run.get("cassettes_used") or ())
-    found.cassettes = [p for p in _json_files(directory) if p.stem not in used]
+    found.cassettes = [p for p in found.inventory.cassettes if p.stem not in used]
     verdicts_used = run.get("verdicts_used")
     if verdicts_used is None:
         found.verdicts_checked = False
     else:
-        found.verdicts = [
-            p for p in _json_files(directory / "judge") if p.stem not in verdicts_used
-        ]
+        found.verdicts = [p for p in found.inventory.verdicts if p.stem not in verdicts_used]
     return found
-
-
-def _json_files(directory: Path) -> list[Path]:
-    if not directory.is_dir():
-        return []
-    return sorted(p for p in directory.glob("*.json") if not p.name.startswith("."))
 
 
 def _run_check(args: argparse.Namespace) -> int:
@@ -263,11 +255,12 @@ def _run_check(args: argparse.Namespace) -> int:
     misses = found.run.get("misses") or []
     tests = len(found.run["tests"])
     _out(f"ghostrun check: {directory} (last run {found.run.get('finished', '?')}, {tests} tests)")
+    _warn_partial(found.run)
     _list_unused(found, directory)
     if misses:
         _out(f"\n{_plural(len(misses), 'miss', 'misses')} (requests or verdicts not recorded):")
         for miss in misses:
-            _out(f"  {miss.get('test')}: {_first_line(str(miss.get('message', '')))}")
+            _out(f"  {miss['test']}: {_first_line(miss['message'])}")
     if not found.verdicts_checked:
         _out("\nverdicts not checked: the last run did not report which judge verdicts it used")
     if found.files or misses:
@@ -279,6 +272,17 @@ def _run_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _warn_partial(run: dict[str, Any]) -> None:
+    reasons = _inventory.partial_run(run)
+    if reasons:
+        _out(
+            "\nwarning: the last run looks partial, so the cassettes and verdicts of the tests "
+            "it did not run are listed as unused. Run the whole suite before pruning. Based on:"
+        )
+        for reason in reasons:
+            _out(f"  {reason}")
+
+
 def _list_unused(found: _Unused, directory: Path) -> None:
     if found.cassettes:
         _out(f"\n{_plural(len(found.cassettes), 'stale cassette')} (the last run did not use):")
@@ -288,37 +292,54 @@ def _list_unused(found: _Unused, directory: Path) -> None:
         _out(f"\n{_plural(len(found.verdicts), 'stale verdict')} (the last run did not use):")
         for path in found.verdicts:
             _out(f"  {path.relative_to(directory)}  {_describe_verdict(path)}")
+    leftovers = found.inventory.leftovers
+    if leftovers:
+        _out(
+            f"\n{_plural(len(leftovers), 'leftover file')} (temporary or lock files of "
+            "writes that were interrupted):"
+        )
+        for path in leftovers:
+            _out(f"  {path.relative_to(directory)}")
+    if found.inventory.foreign:
+        _out(
+            f"\n{_plural(len(found.inventory.foreign), 'file')} skipped (not named like a "
+            "ghostrun cassette or verdict; never deleted):"
+        )
+        for path in found.inventory.foreign:
+            _out(f"  {path.relative_to(directory)}")
 
 
 def _describe_cassette(path: Path) -> str:
-    try:
-        request = (read_json(path) or {}).get("request") or {}
-    except (CassetteError, AttributeError):
-        return "(unreadable)"
+    request = (_validate.load(path, "cassette") or {}).get("request") or {}
     return f"{request.get('method', '?')} {request.get('url', '?')}"
 
 
 def _describe_verdict(path: Path) -> str:
-    try:
-        criterion = str((read_json(path) or {}).get("criterion", "?"))
-    except (CassetteError, AttributeError):
-        return "(unreadable)"
+    criterion = str((_validate.load(path, "verdict") or {}).get("criterion", "?"))
     return repr(_first_line(criterion)[:80])
 
 
 def _run_prune(args: argparse.Namespace) -> int:
     directory = _cassette_dir(args)
     found = _unused(directory)
+    _warn_partial(found.run)
     if not found.files:
+        _list_unused(found, directory)
         _out("ghostrun prune: nothing to delete: the last run used every cassette and verdict")
         return 0
     _list_unused(found, directory)
     if not args.yes and not _confirm(f"\nDelete these {len(found.files)} files? [y/N] "):
         _out("Nothing deleted (pass --yes to delete without asking).")
         return 1
+    deleted = 0
     for path in found.files:
-        path.unlink(missing_ok=True)
-    _out(f"Deleted {_plural(len(found.files), 'file')}.")
+        if path in found.inventory.leftovers:
+            deleted += _inventory.remove(path)
+        else:
+            _validate.load(path, "verdict" if path in found.verdicts else "cassette")
+            path.unlink(missing_ok=True)
+            deleted += 1
+    _out(f"Deleted {_plural(deleted, 'file')}.")
     return 0
 
 
@@ -338,10 +359,20 @@ def _confirm(question: str) -> bool:
 def _run_show(args: argparse.Namespace) -> int:
     path = _find(args.target, args)
     document = read_json(path)
-    try:
-        _out(_show.render_file(path, document))
-    except ValueError as exc:
-        raise _UsageError(str(exc)) from None
+    kind = _show.kind_of(path, document)
+    if kind is None:
+        raise _UsageError(f"{path} is neither a ghostrun cassette nor a judge verdict")
+    newer = _validate.newer_version(document, kind)
+    if newer is not None:
+        print(
+            f"ghostrun show: warning: {path} has {kind} format version {newer}, but this "
+            f"ghostrun reads version {_validate.FORMAT_VERSIONS[kind]}; shown as raw JSON. "
+            "Upgrade ghostrun to read it.",
+            file=sys.stderr,
+        )
+        _out(_show.raw(document))
+        return 0
+    _out(_show.render_file(path, _validate.check(document, path, kind)))
     return 0
 
 
@@ -362,6 +393,12 @@ def _find(target: str, args: argparse.Namespace) -> Path:
         names = ", ".join(str(p.relative_to(directory)) for p in matches[:5])
         raise _UsageError(f"{target!r} is ambiguous: {names}{', ...' if len(matches) > 5 else ''}")
     raise _UsageError(f"no cassette or verdict {target!r} in {directory}, and no such file")
+
+
+def _json_files(directory: Path) -> list[Path]:
+    if not directory.is_dir():
+        return []
+    return sorted(p for p in directory.glob("*.json") if not p.name.startswith("."))
 
 
 def _first_line(text: str) -> str:

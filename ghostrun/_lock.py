@@ -28,7 +28,7 @@ from collections.abc import Iterator
 
 from ._files import LOCK_SUFFIX
 
-__all__ = ["cassette_lock", "lock_path", "try_remove_stale_lock"]
+__all__ = ["cassette_lock", "is_held", "lock_path", "try_remove_stale_lock"]
 
 
 def lock_path(path: str) -> str:
@@ -66,6 +66,20 @@ if sys.platform == "win32":
             msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
         finally:
             os.close(fd)
+
+    def is_held(where: str) -> bool:
+        """Whether a writer holds the lock file ``where`` now (it is left as it is)."""
+        try:
+            fd = os.open(where, os.O_RDWR)
+        except OSError:
+            return False
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        except OSError:
+            return True
+        finally:
+            os.close(fd)  # closing drops a lock this probe took
+        return False
 
     def try_remove_stale_lock(where: str) -> bool:
         """Remove a lock file nobody holds; False if someone does."""
@@ -107,6 +121,20 @@ else:
                 os.unlink(where)  # while still holding it: see _acquire
         finally:
             os.close(fd)
+
+    def is_held(where: str) -> bool:
+        """Whether a writer holds the lock file ``where`` now (it is left as it is)."""
+        try:
+            fd = os.open(where, os.O_RDONLY)
+        except OSError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)  # closing drops a lock this probe took
+        return False
 
     def try_remove_stale_lock(where: str) -> bool:
         """Remove a lock file nobody holds (its writer was killed); False if someone does."""

@@ -107,6 +107,8 @@ def _closest(directory: Path, info: RequestInfo, body: Any) -> tuple[Path, Any] 
             request = orjson.loads(raw)["request"]
         except (OSError, orjson.JSONDecodeError, KeyError, TypeError):
             continue
+        if not isinstance(request, dict):
+            continue  # not a cassette: the replay of that file names what is wrong
         if request.get("method") != info.method or _endpoint(str(request.get("url"))) != endpoint:
             continue
         theirs = request.get("body") or {}

@@ -32,8 +32,17 @@ The file::
       },
       "cassettes_used": ["<cassette key>", ...],
       "verdicts_used": ["<verdict key>", ...] | null,
-      "misses": [{"test": "<test name>", "message": "<the CacheMiss message>"}]
+      "misses": [{"test": "<test name>", "message": "<the CacheMiss message>"}],
+      "selection": {"limited_by": ["-k 'refund'", "--lf", "test paths: tests/test_a.py"]},
+      "previous": {"tests": 40, "finished": "..."}
     }
+
+``selection.limited_by`` says how the run was narrowed (the pytest plugin
+fills it in; empty for a whole run) and ``previous`` how many tests the run
+before it ran (``_last.json`` only; absent for a first run): ``ghostrun check``
+and ``prune`` warn when the run looks partial, since the cassettes of tests
+that did not run look unused. Every file is validated when read
+(`ghostrun._validate`).
 
 ``verdicts_used`` is ``null`` when the run graded with a judge but did not
 report which verdict files it read: ``ghostrun check`` then leaves verdicts
@@ -55,8 +64,9 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from . import _validate
 from ._exceptions import CassetteError
-from ._files import dump_json, read_json, write_atomic
+from ._files import dump_json, write_atomic
 
 if TYPE_CHECKING:
     from ._session import Session
@@ -70,6 +80,7 @@ __all__ = [
     "current",
     "load_run",
     "record_assertion",
+    "run_limited_by",
     "runs_dir",
     "session_closed",
     "set_autoflush",
@@ -80,7 +91,7 @@ __all__ = [
     "write_run",
 ]
 
-RUN_FORMAT_VERSION = 1
+RUN_FORMAT_VERSION = _validate.FORMAT_VERSIONS["run log"]
 LAST = "_last"
 RUN_ID_ENV = "GHOSTRUN_RUN_ID"
 OUTCOMES = ("passed", "failed", "error", "skipped")
@@ -113,6 +124,7 @@ class RunLog:
         self._lock = threading.Lock()
         self._dirs: dict[str, dict[str, Any]] = {}
         self._outcomes: dict[str, str] = {}
+        self.limited_by: list[str] = []  # how the run was narrowed (-k, --lf, paths), if it was
         self._seen: weakref.WeakKeyDictionary[Session, tuple[int, int, int]] = (
             weakref.WeakKeyDictionary()
         )
@@ -255,6 +267,7 @@ class RunLog:
             "cassettes_used": sorted(log["cassettes_used"]),
             "verdicts_used": None if untracked else sorted(log["verdicts_used"]),
             "misses": log["misses"],
+            "selection": {"limited_by": list(self.limited_by)},
         }
 
     def write(self, snapshot: str | None = None) -> tuple[list[Path], list[CassetteError]]:
@@ -270,6 +283,8 @@ class RunLog:
                 path = runs_dir(directory) / f"{name}.json"
                 try:
                     document = _joined(document, path)
+                    if name == LAST:
+                        document = _with_previous(document, path)
                     write_atomic(path, dump_json({**document, "name": name}), root=directory)
                 except CassetteError as exc:
                     errors.append(exc)
@@ -281,6 +296,7 @@ class RunLog:
         with self._lock:
             self._dirs.clear()
             self._outcomes.clear()
+            self.limited_by = []
 
 
 def _joined(document: dict[str, Any], path: Path) -> dict[str, Any]:
@@ -305,7 +321,28 @@ def _joined(document: dict[str, Any], path: Path) -> dict[str, Any]:
         "cassettes_used": sorted({*earlier.get("cassettes_used", []), *document["cassettes_used"]}),
         "verdicts_used": None if None in verdicts else sorted({*verdicts[0], *verdicts[1]}),
         "misses": [*earlier.get("misses", []), *document["misses"]],
+        "selection": {"limited_by": _limits(earlier) + _limits(document)},
     }
+
+
+def _limits(document: dict[str, Any]) -> list[str]:
+    return list((document.get("selection") or {}).get("limited_by") or [])
+
+
+def _with_previous(document: dict[str, Any], path: Path) -> dict[str, Any]:
+    """Note how many tests the run before this one ran, for `ghostrun check`'s partial-run warning.
+
+    A run that spans processes (``GHOSTRUN_RUN_ID``) keeps what its first part found.
+    """
+    try:
+        earlier = load_run(path)
+    except CassetteError:
+        return document  # no earlier run, or one this ghostrun cannot read: nothing to compare
+    if earlier.get("run_id") == document["run_id"]:
+        previous = earlier.get("previous")
+        return document if previous is None else {**document, "previous": previous}
+    previous = {"tests": len(earlier["tests"]), "finished": str(earlier.get("finished", "?"))}
+    return {**document, "previous": previous}
 
 
 def _test(log: dict[str, Any], name: str, alias: str | None) -> dict[str, Any]:
@@ -386,6 +423,11 @@ def test_outcome(name: str, outcome: str) -> None:
 test_outcome.__test__ = False  # type: ignore[attr-defined]  # not a test, despite its name
 
 
+def run_limited_by(limits: list[str]) -> None:
+    """How this run was narrowed (``-k``, ``--lf``, test paths): written into the run log."""
+    _log.limited_by = list(limits)
+
+
 def verdict_used(key: str, cassette_dir: Path) -> None:
     """The judge cache read or wrote the verdict ``key`` (for ``ghostrun check``)."""
     _log.verdict(key, cassette_dir)
@@ -412,17 +454,10 @@ def snapshot_from_env() -> str | None:
 
 
 def load_run(path: Path) -> dict[str, Any]:
-    """A run file, checked: a CassetteError names the file when it is not one."""
-    data = read_json(path)
+    """A run file, checked (`ghostrun._validate`): a CassetteError names the file and field."""
+    data = _validate.load(path, "run log")
     if data is None:
         raise CassetteError(f"no run log at {path}")
-    if not isinstance(data, dict) or not isinstance(data.get("tests"), dict):
-        raise CassetteError(f'corrupt run log {path}: not a ghostrun run (no "tests")')
-    if data.get("version") != RUN_FORMAT_VERSION:
-        raise CassetteError(
-            f"run log {path} has format version {data.get('version')!r}, but this ghostrun "
-            f"reads version {RUN_FORMAT_VERSION}: upgrade ghostrun, or run the tests again"
-        )
     return data
 
 

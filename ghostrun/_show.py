@@ -7,6 +7,7 @@ stream we cannot read is shown as its raw chunks.
 
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -14,20 +15,36 @@ from typing import Any
 import orjson
 
 from ._extract import extract_text
+from ._validate import Kind
 
-__all__ = ["render_file", "stream_text"]
+__all__ = ["kind_of", "raw", "render_file", "stream_text"]
 
 _INDENT = "    "
 _STREAM_KINDS = ("sse", "ndjson", "chunks", "chunks_base64")
+_KEY_NAME = re.compile(r"[0-9a-f]{32}\.json")
 
 
-def render_file(path: Path, document: Any) -> str:
-    """A cassette or a judge verdict; ValueError for any other JSON."""
-    if isinstance(document, dict) and "responses" in document and "request" in document:
-        return render_cassette(path, document)
-    if isinstance(document, dict) and "criterion" in document and "verdict" in document:
+def kind_of(path: Path, document: Any) -> Kind | None:
+    """Which kind of ghostrun file ``path`` claims to be, by its content, else its place."""
+    if isinstance(document, dict) and ("responses" in document or "request" in document):
+        return "cassette"
+    if isinstance(document, dict) and ("criterion" in document or "verdict" in document):
+        return "verdict"
+    if path.parent.name == "judge":
+        return "verdict"
+    return "cassette" if _KEY_NAME.fullmatch(path.name) else None
+
+
+def render_file(path: Path, document: dict[str, Any]) -> str:
+    """A checked cassette or judge verdict (`ghostrun._validate`)."""
+    if kind_of(path, document) == "verdict":
         return render_verdict(path, document)
-    raise ValueError(f"{path} is neither a ghostrun cassette nor a judge verdict")
+    return render_cassette(path, document)
+
+
+def raw(document: Any) -> str:
+    """Any JSON document, pretty-printed (a file of a format this ghostrun cannot read)."""
+    return _pretty(document)
 
 
 def render_cassette(path: Path, cassette: dict[str, Any]) -> str:

@@ -14,8 +14,9 @@ field the way the file spells it: ``responses[0].body.sse: expected a list of
 strings, got str``. Body encodings are a table, `BODY_KINDS`, from the name of
 the body's one key to the check of its value: a new encoding is one line.
 
-`verify` answers the question ``ghostrun prune`` asks before it deletes
-anything: is this file one of ghostrun's (valid, right version, key = name)?
+``ghostrun prune`` deletes a file only once `load` accepted it (valid, right
+version, key = name); ``ghostrun show`` asks `newer_version` to show a file
+of a newer format as raw JSON with a warning instead of refusing it.
 """
 
 from __future__ import annotations
@@ -32,7 +33,15 @@ import orjson
 from ._exceptions import CassetteError
 from ._files import read_bytes
 
-__all__ = ["BODY_KINDS", "FORMAT_VERSIONS", "Invalid", "Kind", "check", "load", "verify"]
+__all__ = [
+    "BODY_KINDS",
+    "FORMAT_VERSIONS",
+    "Invalid",
+    "Kind",
+    "check",
+    "load",
+    "newer_version",
+]
 
 Kind = Literal["cassette", "verdict", "run log"]
 FORMAT_VERSIONS: dict[Kind, int] = {"cassette": 1, "verdict": 1, "run log": 1}
@@ -89,13 +98,14 @@ def check(document: Any, path: str | os.PathLike[str], kind: Kind) -> dict[str, 
     return result
 
 
-def verify(path: str | os.PathLike[str], kind: Kind) -> CassetteError | None:
-    """None if ``path`` is a valid ghostrun file of ``kind``, else why it is not."""
-    try:
-        found = load(path, kind)
-    except CassetteError as exc:
-        return exc
-    return None if found is not None else CassetteError(f"no file at {path}")
+def newer_version(document: Any, kind: Kind) -> int | None:
+    """The format version of ``document`` if it is an integer this ghostrun does not read."""
+    if not isinstance(document, dict):
+        return None
+    version = document.get("version")
+    if isinstance(version, bool) or not isinstance(version, int):
+        return None
+    return None if version == FORMAT_VERSIONS[kind] else version
 
 
 # -- the pieces ------------------------------------------------------------------------------

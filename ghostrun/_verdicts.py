@@ -26,10 +26,10 @@ from typing import Any
 
 import orjson
 
-from . import _runlog
+from . import _runlog, _validate
 from ._config import settings
-from ._exceptions import CacheMiss, CassetteError, JudgeUnavailable
-from ._files import dump_json, read_json, write_atomic
+from ._exceptions import CacheMiss, JudgeUnavailable
+from ._files import dump_json, write_atomic
 from ._judges import (
     PROMPT_TEMPLATE_VERSION,
     Judge,
@@ -53,7 +53,7 @@ __all__ = [
     "verdict_key",
 ]
 
-VERDICT_FORMAT_VERSION = 1
+VERDICT_FORMAT_VERSION = _validate.FORMAT_VERSIONS["verdict"]
 VOTE_TEMPERATURE = 0.7
 """Sampling temperature of a multi-vote grade: at 0 every seed would draw the same answer."""
 
@@ -144,33 +144,15 @@ def _word(passed: bool) -> str:
     return "PASS" if passed else "FAIL"
 
 
-def _from_record(record: Any, path: Path) -> Verdict:
-    """A cached Verdict, or a CassetteError naming the file."""
-    if not isinstance(record, dict):
-        raise _corrupt(path, "not a JSON object")
-    version = record.get("version")
-    if version != VERDICT_FORMAT_VERSION:
-        raise CassetteError(
-            f"verdict file {path} has unknown version {version!r} (this ghostrun reads "
-            f"version {VERDICT_FORMAT_VERSION}). Upgrade ghostrun, or delete the file "
-            "and re-grade with GHOSTRUN_MODE=record."
-        )
-    word, reason, judge = record.get("verdict"), record.get("reason"), record.get("judge")
-    votes, flip_rate = record.get("votes", 1), record.get("flip_rate", 0.0)
-    if word not in ("PASS", "FAIL"):
-        raise _corrupt(path, f"verdict is {word!r}, not 'PASS' or 'FAIL'")
-    if not isinstance(reason, str) or not isinstance(judge, str):
-        raise _corrupt(path, "'reason' and 'judge' must be strings")
-    if isinstance(votes, bool) or not isinstance(votes, int) or votes < 1:
-        raise _corrupt(path, f"votes is {votes!r}")
-    if isinstance(flip_rate, bool) or not isinstance(flip_rate, (int, float)):
-        raise _corrupt(path, f"flip_rate is {flip_rate!r}")
-    return Verdict(word == "PASS", reason, judge, votes, float(flip_rate), cached=True)
-
-
-def _corrupt(path: Path, why: str) -> CassetteError:
-    return CassetteError(
-        f"corrupt verdict file {path}: {why}. Delete it and re-grade with GHOSTRUN_MODE=record."
+def _from_record(record: dict[str, Any]) -> Verdict:
+    """A cached Verdict from a file `ghostrun._validate` checked."""
+    return Verdict(
+        record["verdict"] == "PASS",
+        record["reason"],
+        record["judge"],
+        record.get("votes", 1),
+        float(record.get("flip_rate", 0.0)),
+        cached=True,
     )
 
 
@@ -234,8 +216,8 @@ def _prepare(text: str, criterion: str, judge: Any) -> _Job:
     _runlog.verdict_used(key, context.cassette_dir)
     cached = None
     if context.mode is not Mode.RECORD:
-        record = read_json(path)
-        cached = None if record is None else _from_record(record, path)
+        record = _validate.load(path, "verdict")
+        cached = None if record is None else _from_record(record)
         if cached is None and context.mode is Mode.REPLAY:
             if _skip_when_unavailable():
                 raise _replay_skip(resolved, criterion, path)

@@ -185,6 +185,7 @@ class _Ghostrun:
             workeroutput[_WORKER_OUTPUT] = _runlog.current().export()
             _runlog.current().clear()
             return
+        _runlog.run_limited_by(_limits(session))
         written, errors = _runlog.write_run(self.snapshot)
         self.written.extend(written)
         self.errors.extend(errors)
@@ -251,6 +252,27 @@ def _outcome(report: pytest.TestReport) -> str | None:
     if report.skipped and report.when == "setup":
         return "skipped"
     return None
+
+
+def _limits(session: pytest.Session) -> list[str]:
+    """How this run was narrowed, for the run log: a partial run leaves cassettes unused."""
+    config, option = session.config, session.config.option
+    limits = [f"-k {option.keyword!r}"] if getattr(option, "keyword", "") else []
+    limits += [f"-m {option.markexpr!r}"] if getattr(option, "markexpr", "") else []
+    limits += ["--lf"] if getattr(option, "lf", False) else []
+    limits += [f"--deselect {d}" for d in getattr(option, "deselect", None) or []]
+    if config.args_source is pytest.Config.ArgsSource.ARGS and not _whole_suite(config):
+        limits.append(f"test paths: {' '.join(config.args)}")
+    if session.shouldfail or session.shouldstop:
+        limits.append("the run stopped early (-x, --maxfail or an interrupt)")
+    return limits
+
+
+def _whole_suite(config: pytest.Config) -> bool:
+    """Whether the paths given are the rootdir or the configured ``testpaths``."""
+    root = config.rootpath
+    whole = {root, *(root / p for p in config.getini("testpaths") or [])}
+    return all(Path(arg).resolve() in {p.resolve() for p in whole} for arg in config.args)
 
 
 def _points_into_pytest(longrepr: tuple[str, int, str]) -> bool:

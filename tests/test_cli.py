@@ -143,15 +143,18 @@ def test_check_finds_the_orphaned_cassette_and_passes_once_pruned(
     run = json.loads((cassettes / "runs" / "_last.json").read_text())
     [orphan] = {p.stem for p in cassettes.glob("*.json")} - set(run["cassettes_used"])
     (cassettes / "judge").mkdir()
-    (cassettes / "judge" / "0123abcd.json").write_text('{"criterion": "is polite"}')
+    verdict = {"version": 1, "key": "0123abcd" * 4, "criterion": "is polite"}
+    verdict.update(verdict="PASS", reason="it is", judge="ollama:llama3.2:3b")
+    (cassettes / "judge" / f"{'0123abcd' * 4}.json").write_text(json.dumps(verdict))
 
     done = ghostrun_cli("check", "--cassette-dir", str(cassettes), cwd=tmp_path)
     assert done.returncode == 1
     assert f"1 stale cassette (the last run did not use):\n  {orphan}.json  POST http://" in (
         done.stdout
     )
-    assert "1 stale verdict (the last run did not use):\n  judge/0123abcd.json  'is polite'" in (
-        done.stdout
+    assert (
+        f"1 stale verdict (the last run did not use):\n  judge/{'0123abcd' * 4}.json  'is polite'"
+        in (done.stdout)
     )
     assert "FAILED: 2 stale, 0 missed" in done.stdout
 

@@ -360,10 +360,13 @@ def test_argument_types() -> None:
     ("content", "message"),
     [
         (b"{not json", "not valid JSON"),
-        (b"[]", "not a JSON object"),
-        (b'{"version": 99, "verdict": "PASS"}', "unknown version 99"),
+        (b"[]", "expected an object, got list"),
+        (b'{"version": 99, "verdict": "PASS"}', "has format version 99"),
         (b'{"version": 1, "verdict": "MAYBE", "reason": "", "judge": "j"}', "'MAYBE'"),
-        (b'{"version": 1, "verdict": "PASS", "reason": 3, "judge": "j"}', "must be strings"),
+        (
+            b'{"version": 1, "verdict": "PASS", "reason": 3, "judge": "j"}',
+            "reason: expected a string, got int 3",
+        ),
     ],
 )
 def test_corrupt_verdict_file_is_named(cassette_dir: Path, content: bytes, message: str) -> None:
@@ -507,8 +510,10 @@ def test_cached_lookup_reads_one_file_and_calls_nobody(
     grade("Sorry for the delay. " * 50, "apologises", judge)
     provider.stop()
     reads: list[Path] = []
-    real_read = verdicts.read_json
-    monkeypatch.setattr(verdicts, "read_json", lambda path: reads.append(path) or real_read(path))
+    real_load = verdicts._validate.load
+    monkeypatch.setattr(
+        verdicts._validate, "load", lambda path, kind: reads.append(path) or real_load(path, kind)
+    )
     for _ in range(3):
         assert grade("Sorry for the delay. " * 50, "apologises", judge).cached
     assert len(reads) == 3 and len(set(reads)) == 1
