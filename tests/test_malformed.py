@@ -152,8 +152,13 @@ def cli_error(capsys: pytest.CaptureFixture[str], *args: str) -> str:
 @pytest.mark.parametrize(
     ("shape", "message"), [s[1:] for s in CASSETTE_SHAPES], ids=[s[0] for s in CASSETTE_SHAPES]
 )
-def test_a_malformed_cassette_is_named_in_replay(
-    simulator: ProviderSimulator, good: Path, tmp_path: Path, shape: Shape, message: str
+def test_a_malformed_cassette_is_named_in_replay_and_by_every_command(
+    simulator: ProviderSimulator,
+    good: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    shape: Shape,
+    message: str,
 ) -> None:
     path = broken(good, tmp_path / "cassettes", shape)
     before = path.read_bytes()
@@ -162,18 +167,8 @@ def test_a_malformed_cassette_is_named_in_replay(
             with ghostrun.session(mode=mode, cassette_dir=path.parent, hosts=LOOPBACK):
                 httpx.post(simulator.url("/v1/chat/completions"), json=BODY)
         assert str(path) in str(info.value) and message in str(info.value), mode
-    assert path.read_bytes() == before  # never overwritten, never treated as absent
 
-
-@pytest.mark.parametrize(
-    ("shape", "message"), [s[1:] for s in CASSETTE_SHAPES], ids=[s[0] for s in CASSETTE_SHAPES]
-)
-def test_a_malformed_cassette_is_named_by_every_command(
-    good: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], shape: Shape, message: str
-) -> None:
-    path = broken(good, tmp_path / "cassettes", shape)
     last_run(path.parent)
-    before = path.read_bytes()
     directory = ("--cassette-dir", str(path.parent))
     newer = message == "has format version 99"  # show shows it raw, with a warning
     for command in (["check"], ["prune", "--yes"], ["show", str(path)], ["show", path.stem[:8]]):
@@ -184,7 +179,7 @@ def test_a_malformed_cassette_is_named_by_every_command(
         else:
             err = cli_error(capsys, *command, *directory)
         assert str(path) in err and message in err, (command, err)
-    assert path.read_bytes() == before
+    assert path.read_bytes() == before  # never overwritten, never treated as absent
 
 
 def test_record_mode_never_overwrites_a_malformed_cassette(
