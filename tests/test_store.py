@@ -58,10 +58,13 @@ LOOPER = """
 import json, sys, time
 import httpx, ghostrun
 
-url, cassette_dir, count, start_at, out, body = sys.argv[1:]
+import os
+url, cassette_dir, count, go, out, body = sys.argv[1:]
 BODY = json.loads(body)
 seen = []
-time.sleep(max(0.0, float(start_at) - time.time()))  # both processes start together
+open(out + ".ready", "w").close()
+while not os.path.exists(go):  # both processes start together
+    time.sleep(0.002)
 with httpx.Client() as client, ghostrun.session(
     mode="auto", cassette_dir=cassette_dir, hosts=["127.0.0.1"]
 ) as session:
@@ -77,16 +80,20 @@ def test_two_processes_recording_one_key_lose_no_response(
 ) -> None:
     script = tmp_path / "looper.py"
     script.write_text(LOOPER)
-    start_at = str(time.time() + 2.0)
+    go = tmp_path / "go"
     url = provider.url("/v1/chat/completions")
     outs = [tmp_path / f"out{i}.json" for i in range(2)]
     children = [
         subprocess.Popen(
-            [sys.executable, script, url, cassette_dir, "30", start_at, out, json.dumps(BODY)],
+            [sys.executable, script, url, cassette_dir, "30", go, out, json.dumps(BODY)],
             env=child_env(),
         )
         for out in outs
     ]
+    deadline = time.monotonic() + 60
+    while not all(Path(f"{out}.ready").exists() for out in outs) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    go.touch()
     for child in children:
         assert child.wait(timeout=60) == 0
     results = [json.loads(out.read_text()) for out in outs]
