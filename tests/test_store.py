@@ -334,15 +334,6 @@ def test_a_dangling_symlink_as_cassette_dir_is_named(
             httpx.post(provider.url("/v1/chat/completions"), json=BODY)
 
 
-def test_replay_never_creates_the_cassette_dir(
-    provider: ProviderSimulator, cassette_dir: Path
-) -> None:
-    with pytest.raises(ghostrun.CacheMiss):
-        with ghostrun.session(mode="replay", cassette_dir=cassette_dir, hosts=LOOPBACK):
-            httpx.post(provider.url("/v1/chat/completions"), json=BODY)
-    assert not cassette_dir.exists()
-
-
 # -- prune deletes only ghostrun's files ----------------------------------------------------
 
 
