@@ -9,8 +9,8 @@ This module decides (replay, record or miss) and keeps the counts; it does no
 HTTP. Writes are read-modify-writes under the cassette's lock (`ghostrun._lock`),
 and each session steps through its own run of a key (`ghostrun._cassette`,
 "Runs"), so sessions recording one request at once, in one process or many,
-lose no response and are never handed one twice. The transports in ``_transports`` are thin shells around `Session.plan`
-and `Session.commit`.
+lose no response and are never handed one twice. The transports in
+``_transports`` are thin shells around `Session.plan` and `Session.commit`.
 """
 
 from __future__ import annotations
