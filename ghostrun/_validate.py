@@ -12,7 +12,9 @@ overwrites it (DESIGN §3, "Safe").
 The checks are small functions over plain JSON values; a failure names the
 field the way the file spells it: ``responses[0].body.sse: expected a list of
 strings, got str``. Body encodings are a table, `BODY_KINDS`, from the name of
-the body's one key to the check of its value: a new encoding is one line.
+the body's one encoding key to the check of its value, and `BODY_MODIFIERS` the
+keys a body may carry beside it: a new encoding or modifier is one line. A
+format version is read when it is in `READABLE_VERSIONS`.
 
 ``ghostrun prune`` deletes a file only once `load` accepted it (valid, right
 version, key = name); ``ghostrun show`` asks `newer_version` to show a file
@@ -35,7 +37,9 @@ from ._files import read_bytes
 
 __all__ = [
     "BODY_KINDS",
+    "BODY_MODIFIERS",
     "FORMAT_VERSIONS",
+    "READABLE_VERSIONS",
     "Invalid",
     "Kind",
     "check",
@@ -45,6 +49,13 @@ __all__ = [
 
 Kind = Literal["cassette", "verdict", "run log"]
 FORMAT_VERSIONS: dict[Kind, int] = {"cassette": 1, "verdict": 1, "run log": 1}
+"""The version each kind of file is written with."""
+READABLE_VERSIONS: dict[Kind, tuple[int, ...]] = {
+    "cassette": (1,),
+    "verdict": (1,),
+    "run log": (1,),
+}
+"""The versions read (a newer ghostrun may still read an older format)."""
 _OUTCOMES = ("passed", "failed", "error", "skipped")
 _VERDICTS = ("PASS", "FAIL")
 _FIX: dict[Kind, str] = {
@@ -90,7 +101,7 @@ def check(document: Any, path: str | os.PathLike[str], kind: Kind) -> dict[str, 
     except _Version as exc:
         raise CassetteError(
             f"{kind} {path} has format version {exc}, but this ghostrun reads version "
-            f"{FORMAT_VERSIONS[kind]}: {_UPGRADE[kind]}"
+            f"{_readable(kind)}: {_UPGRADE[kind]}"
         ) from None
     except Invalid as exc:
         raise CassetteError(f"corrupt {kind} {path}: {exc}. {_FIX[kind]}") from None
@@ -105,7 +116,11 @@ def newer_version(document: Any, kind: Kind) -> int | None:
     version = document.get("version")
     if isinstance(version, bool) or not isinstance(version, int):
         return None
-    return None if version == FORMAT_VERSIONS[kind] else version
+    return None if version in READABLE_VERSIONS[kind] else version
+
+
+def _readable(kind: Kind) -> str:
+    return " or ".join(map(str, READABLE_VERSIONS[kind]))
 
 
 # -- the pieces ------------------------------------------------------------------------------
@@ -199,7 +214,7 @@ def _version(document: Any, kind: Kind) -> dict[str, Any]:
         raise Invalid("", f'not a ghostrun {kind} (no "version")')
     version = found["version"]
     _int(version, "version")
-    if version != FORMAT_VERSIONS[kind]:
+    if version not in READABLE_VERSIONS[kind]:
         raise _Version(version)
     return found
 
@@ -246,17 +261,21 @@ BODY_KINDS: dict[str, _Check] = {
 }
 """Each body encoding (the body's one key) and the check of its value."""
 
+BODY_MODIFIERS: dict[str, _Check] = {}
+"""Keys a body may carry beside its encoding key, and the check of each value."""
+
 
 def _body(value: Any, where: str) -> None:
     body = _object(value, where)
-    if len(body) != 1:
-        raise Invalid(where, f"expected exactly one encoding key, got {sorted(body) or 'none'}")
-    ((kind, content),) = body.items()
-    test = BODY_KINDS.get(kind)
-    if test is None:
-        known = ", ".join(BODY_KINDS)
-        raise Invalid(_child(where, kind), f"unknown body encoding (known: {known})")
-    test(content, _child(where, kind))
+    kinds = [name for name in body if name not in BODY_MODIFIERS]
+    if len(kinds) != 1:
+        raise Invalid(where, f"expected exactly one encoding key, got {sorted(kinds) or 'none'}")
+    for name, content in body.items():
+        test = BODY_KINDS.get(name) or BODY_MODIFIERS.get(name)
+        if test is None:
+            known = ", ".join(BODY_KINDS)
+            raise Invalid(_child(where, name), f"unknown body encoding (known: {known})")
+        test(content, _child(where, name))
 
 
 def _headers(value: Any, where: str) -> None:
