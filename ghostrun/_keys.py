@@ -30,6 +30,7 @@ __all__ = [
     "is_credential_field",
     "is_credential_param",
     "match_key",
+    "remove_field",
     "split_field_paths",
 ]
 
@@ -140,9 +141,40 @@ def canonical_url(scheme: str, host: str, port: int | None, path: str, query: st
     return url
 
 
+_SEGMENT = re.compile(r"\.?([^.\[\]]+)|\[(\d+|\*)\]")
+_FIELD_NOTATION = "'metadata.trace_id', 'messages[0].name' or 'messages[*].name'"
+
+
 def split_field_paths(fields: Iterable[str]) -> tuple[tuple[str, ...], ...]:
-    """``"metadata.trace_id"`` -> ``("metadata", "trace_id")``; ``*`` matches any key or index."""
-    return tuple(tuple(f.split(".")) for f in fields if f)
+    """``ignore_fields`` in the miss diff's notation, as the key's path tuples.
+
+    ``"metadata.trace_id"`` -> ``("metadata", "trace_id")``, ``"messages[0].name"``
+    -> ``("messages", "0", "name")``; ``[*]`` (or ``.*``) matches any index or key.
+    The dotted ``messages.0.name`` reads the same. A path that can never match (empty,
+    unbalanced brackets, a bracket that holds no index) is a ValueError naming it.
+    """
+    return tuple(_field_path(field) for field in fields)
+
+
+def _field_path(field: object) -> tuple[str, ...]:
+    if not isinstance(field, str):
+        raise ValueError(f"ignore_fields takes strings ({_FIELD_NOTATION}), got {field!r}")
+    segments: list[str] = []
+    at = 0
+    while at < len(field):
+        found = _SEGMENT.match(field, at)
+        if found is None or (found.group(1) is not None and at > 0 and field[at] != "."):
+            break
+        if found.group(1) is not None and at == 0 and field[0] == ".":
+            break
+        segments.append(found.group(1) or found.group(2))
+        at = found.end()
+    if not segments or at < len(field):
+        raise ValueError(
+            f"invalid ignore_fields path {field!r}: it can never match a field (write it "
+            f"as the miss diff shows it: {_FIELD_NOTATION})"
+        )
+    return tuple(segments)
 
 
 def canonical_body(body: bytes, content_type: str, ignore: Sequence[tuple[str, ...]] = ()) -> bytes:
@@ -158,7 +190,7 @@ def canonical_body(body: bytes, content_type: str, ignore: Sequence[tuple[str, .
         if _may_name_credential(body) and has_credential_field(value):
             value = _without_credentials(value)
         for path in ignore:
-            _remove(value, path)
+            remove_field(value, path)
         return orjson.dumps(value, option=_SORTED_COMPACT)
     if ctype.startswith("multipart/"):
         return _canonical_multipart(body, content_type)
@@ -211,13 +243,14 @@ def _without_credentials(value: Any) -> Any:
     return value
 
 
-def _remove(value: Any, path: tuple[str, ...]) -> None:
+def remove_field(value: Any, path: tuple[str, ...]) -> None:
+    """Delete the field at ``path`` (from `split_field_paths`) from a parsed JSON value."""
     head, rest = path[0], path[1:]
     if isinstance(value, dict):
         targets = list(value) if head == "*" else [head] if head in value else []
         for name in targets:
             if rest:
-                _remove(value[name], rest)
+                remove_field(value[name], rest)
             else:
                 del value[name]
     elif isinstance(value, list):
@@ -226,7 +259,7 @@ def _remove(value: Any, path: tuple[str, ...]) -> None:
             if index >= len(value):
                 continue
             if rest:
-                _remove(value[index], rest)
+                remove_field(value[index], rest)
             else:
                 del value[index]
 

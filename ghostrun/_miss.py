@@ -1,10 +1,13 @@
 """What a replay miss tells the user: what was asked, and what changed.
 
 Runs only on a miss, so it may read the cassette directory; the hit path never does.
+The directory is shown absolute (and said to be missing when it is), and the
+fields the session ignores are left out of the diff, as they are out of the key.
 """
 
 from __future__ import annotations
 
+import copy
 import difflib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -14,6 +17,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from ._cassette import encode_body
+from ._keys import remove_field
 from ._redact import collect_secrets, redact_entry
 
 if TYPE_CHECKING:
@@ -26,18 +30,25 @@ _MAX_CANDIDATES = 2000
 
 
 def describe_miss(info: RequestInfo, session: Session, ignore: Sequence[tuple[str, ...]]) -> str:
-    path = session.cassette_dir / f"{info.key}.json"
+    directory = Path(session.cassette_dir).absolute()
     lines = [
         f"ghostrun: no recording for {info.method} {info.url}",
         f"  mode:         {session.mode.value}"
         + (f" (session {session.name})" if session.name else ""),
-        f"  cassette dir: {session.cassette_dir}",
-        f"  expected:     {path.name}",
-        "  To record it, run once with GHOSTRUN_MODE=record (or pytest --ghostrun-record) "
-        "with the provider reachable.",
+        f"  cassette dir: {directory}",
+        f"  expected:     {info.key}.json",
     ]
-    body = _stored_body(info)
-    closest = _closest(session.cassette_dir, info, body)
+    if not directory.is_dir():
+        lines.append(
+            "  The cassette directory does not exist. Check cassette_dir= (in pytest a "
+            "relative one is relative to the rootdir; elsewhere to the current directory)."
+        )
+    lines.append(
+        "  To record it, run once with GHOSTRUN_MODE=record (or pytest --ghostrun-record) "
+        "with the provider reachable."
+    )
+    body = _without(_stored_body(info), ignore)
+    closest = _closest(directory, info, body, ignore)
     if closest is None:
         lines.append(
             f"  No recorded request to {info.method} {_endpoint(info.url)} in this directory."
@@ -65,6 +76,16 @@ def _stored_body(info: RequestInfo) -> Any:
     return redact_entry(entry, collect_secrets(info.headers, info.query))["request"]["body"]
 
 
+def _without(body: Any, ignore: Sequence[tuple[str, ...]]) -> Any:
+    """A stored body minus the ignored fields (a JSON body only; a copy)."""
+    if not ignore or not (isinstance(body, dict) and "json" in body):
+        return body
+    value = copy.deepcopy(body["json"])
+    for path in ignore:
+        remove_field(value, path)
+    return {**body, "json": value}
+
+
 def _flatten(value: Any, path: str) -> Iterator[str]:
     if isinstance(value, dict):
         if not value:
@@ -90,7 +111,9 @@ def _endpoint(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}{parts.path}"
 
 
-def _closest(directory: Path, info: RequestInfo, body: Any) -> tuple[Path, Any] | None:
+def _closest(
+    directory: Path, info: RequestInfo, body: Any, ignore: Sequence[tuple[str, ...]]
+) -> tuple[Path, Any] | None:
     endpoint = _endpoint(info.url)
     needle = endpoint.encode()
     mine = render_body(body)
@@ -111,7 +134,7 @@ def _closest(directory: Path, info: RequestInfo, body: Any) -> tuple[Path, Any] 
             continue  # not a cassette: the replay of that file names what is wrong
         if request.get("method") != info.method or _endpoint(str(request.get("url"))) != endpoint:
             continue
-        theirs = request.get("body") or {}
+        theirs = _without(request.get("body") or {}, ignore)
         ratio = difflib.SequenceMatcher(None, render_body(theirs), mine).ratio()
         if best is None or ratio > best[0]:
             best = (ratio, path, theirs)

@@ -7,6 +7,7 @@ other, and what must never enter the key (credentials above all).
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import Any
 
 import orjson
@@ -266,7 +267,19 @@ IGNORES = [
     pytest.param(["messages.0"], {**BASE, "messages": [BASE["messages"][1]]}, id="list index"),
     pytest.param(["*.user"], {**BASE, "metadata": {"trace_id": "t-1"}}, id="wildcard over keys"),
     pytest.param(["messages.9", "nope.deeper", "seed.x", "messages.x"], BASE, id="absent: no-op"),
-    pytest.param([""], BASE, id="empty path ignored"),
+    pytest.param(
+        ["messages[*].id"],
+        {**BASE, "messages": [{"content": "hi"}, {"content": "yo"}]},
+        id="the diff's wildcard",
+    ),
+    pytest.param(
+        ["messages[0]"], {**BASE, "messages": [BASE["messages"][1]]}, id="the diff's index"
+    ),
+    pytest.param(
+        ["messages[1].id"],
+        {**BASE, "messages": [BASE["messages"][0], {"content": "yo"}]},
+        id="the diff's notation",
+    ),
 ]
 
 
@@ -292,12 +305,25 @@ def test_ignored_fields_make_requests_share_a_key() -> None:
     [
         (["a"], (("a",),)),
         (["a.b.c", "*.d"], (("a", "b", "c"), ("*", "d"))),
-        (["", "x.0"], (("x", "0"),)),
+        (["x.0"], (("x", "0"),)),
+        (
+            ["messages[0].name", "messages[*].name"],
+            (("messages", "0", "name"), ("messages", "*", "name")),
+        ),
+        (["[0].a", "a[1][2]"], (("0", "a"), ("a", "1", "2"))),
         ((), ()),
     ],
 )
 def test_split_field_paths(fields: list[str], expected: tuple[tuple[str, ...], ...]) -> None:
     assert split_field_paths(fields) == expected
+
+
+@pytest.mark.parametrize(
+    "field", ["", "a..b", ".a", "a.", "a[0", "a[x]", "a]", "a[-1]", "a[0]b", "a[]"]
+)
+def test_a_path_that_can_never_match_is_an_error_naming_it(field: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(f"invalid ignore_fields path {field!r}")):
+        split_field_paths([field])
 
 
 # -- names that carry credentials ------------------------------------------------------

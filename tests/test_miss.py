@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -99,3 +100,68 @@ async def test_async_miss_reaches_the_test(provider: ProviderSimulator, cassette
         async with ghostrun.session(cassette_dir=cassette_dir, hosts=LOOPBACK, mode="replay"):
             await sdk_calls.anthropic_async(provider.base_url, "nothing recorded")
     assert time.perf_counter() - started < 1.0
+
+
+# -- ignore_fields speaks the diff's notation -------------------------------------------
+
+
+def _chat_with(base_url: str, prompt: str, name: str, trace_id: str) -> str | None:
+    reply = sdk_calls.openai_client(base_url).chat.completions.create(
+        model="gpt-4o-mini",
+        messages=[{"role": "user", "content": prompt, "name": name}],
+        extra_body={"metadata": {"trace_id": trace_id}},
+    )
+    return reply.choices[0].message.content
+
+
+@pytest.mark.parametrize("name_path", ["messages[0].name", "messages[*].name", "messages.0.name"])
+def test_ignore_fields_in_the_diffs_notation_ignores_them(
+    provider: ProviderSimulator, cassette_dir: Path, name_path: str
+) -> None:
+    ignore = [name_path, "metadata.trace_id"]
+    with ghostrun.session(cassette_dir=cassette_dir, hosts=LOOPBACK, ignore_fields=ignore):
+        _chat_with(provider.base_url, PROMPT, "alice", "t-1")
+    provider.stop()
+    with ghostrun.session(
+        cassette_dir=cassette_dir, hosts=LOOPBACK, ignore_fields=ignore, mode="replay"
+    ) as replay:
+        _chat_with(provider.base_url, PROMPT, "bob", "t-2")
+    assert (replay.replayed, replay.misses) == (1, [])
+
+
+def test_ignored_fields_are_left_out_of_the_miss_diff(
+    provider: ProviderSimulator, cassette_dir: Path
+) -> None:
+    ignore = ["metadata.trace_id"]
+    with ghostrun.session(cassette_dir=cassette_dir, hosts=LOOPBACK, ignore_fields=ignore):
+        _chat_with(provider.base_url, PROMPT, "alice", "t-1")
+    provider.stop()
+    with pytest.raises(ghostrun.CacheMiss) as caught:
+        with ghostrun.session(
+            cassette_dir=cassette_dir, hosts=LOOPBACK, ignore_fields=ignore, mode="replay"
+        ):
+            _chat_with(provider.base_url, CHANGED, "alice", "t-2")
+    message = str(caught.value)
+    assert "returned on Tuesday." in message
+    assert "trace_id" not in message, message
+
+
+@pytest.mark.parametrize("bad", ["messages[0", "messages[x].name", "metadata..trace_id", ""])
+def test_an_ignore_path_that_can_never_match_fails_at_session_creation(
+    cassette_dir: Path, bad: str
+) -> None:
+    with pytest.raises(ValueError, match=re.escape(f"invalid ignore_fields path {bad!r}")):
+        ghostrun.session(cassette_dir=cassette_dir, ignore_fields=["metadata.trace_id", bad])
+
+
+def test_a_miss_shows_the_absolute_directory_and_says_when_it_does_not_exist(
+    provider: ProviderSimulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ghostrun.CacheMiss) as caught:
+        with ghostrun.session(cassette_dir="tests/cassettes", hosts=LOOPBACK, mode="replay"):
+            sdk_calls.openai_chat(provider.base_url, "hi")
+    message = str(caught.value)
+    assert f"cassette dir: {tmp_path / 'tests' / 'cassettes'}\n" in message
+    assert "The cassette directory does not exist." in message
+    assert not (tmp_path / "tests").exists()
