@@ -67,6 +67,7 @@ import orjson
 from . import _validate
 from ._exceptions import CassetteError
 from ._files import dump_json, write_atomic
+from ._modes import Mode, resolve_mode
 
 if TYPE_CHECKING:
     from ._session import Session
@@ -171,6 +172,7 @@ class RunLog:
             replayed, recorded, missed = self._seen.get(session, (0, 0, 0))
             self._seen[session] = (session.replayed, session.recorded, len(session.misses))
             log = self._dir(directory)
+            log["replay"] = _only_replay(log["replay"], session.mode is Mode.REPLAY)
             test = _test(log, name, alias)
             counts = test["requests"]
             counts["replayed"] += session.replayed - replayed
@@ -183,6 +185,12 @@ class RunLog:
     def verdict(self, key: str, directory: Path) -> None:
         with self._lock:
             self._dir(directory)["verdicts_used"].add(key)
+
+    def mode_seen(self, directory: Path, mode: Mode) -> None:
+        """Something in ``mode`` used this directory outside any session."""
+        with self._lock:
+            log = self._dir(directory)
+            log["replay"] = _only_replay(log["replay"], mode is Mode.REPLAY)
 
     def outcome(self, name: str, outcome: str) -> None:
         if outcome not in OUTCOMES:
@@ -200,6 +208,7 @@ class RunLog:
                 "verdicts_used": set(),
                 "judged": False,
                 "misses": [],
+                "replay": None,  # True: only replay used it, so a missing one is not made
             }
         return log
 
@@ -232,6 +241,8 @@ class RunLog:
                 log["verdicts_used"].update(part["verdicts_used"])
                 log["judged"] = log["judged"] or part["judged"]
                 log["misses"].extend(part["misses"])
+                if part.get("replay") is not None:
+                    log["replay"] = _only_replay(log["replay"], part["replay"])
 
     def documents(self, name: str = LAST) -> dict[Path, dict[str, Any]]:
         """The run file of each cassette directory, as written under ``runs/``."""
@@ -275,10 +286,16 @@ class RunLog:
 
         Returns the paths written and the errors of directories that could not
         be written (one unwritable directory does not cost the others their log).
+        A cassette directory that does not exist and that only ``replay`` used
+        is left alone: replay never creates a directory.
         """
         written, errors = [], []
         names = [LAST] if snapshot is None else [LAST, snapshot]
+        with self._lock:
+            replay_only = {Path(p) for p, log in self._dirs.items() if log["replay"]}
         for directory, document in self.documents().items():
+            if directory in replay_only and not directory.is_dir():
+                continue
             for name in names:
                 path = runs_dir(directory) / f"{name}.json"
                 try:
@@ -297,6 +314,11 @@ class RunLog:
             self._dirs.clear()
             self._outcomes.clear()
             self.limited_by = []
+
+
+def _only_replay(seen: bool | None, replay: bool) -> bool:
+    """Whether every mode seen so far in a directory was replay."""
+    return replay if seen is None else seen and replay
 
 
 def _joined(document: dict[str, Any], path: Path) -> dict[str, Any]:
@@ -403,6 +425,8 @@ def record_assertion(
 
     found = current_session()
     where = _where_session(found) if found is not None else _where_default()
+    if found is None:
+        _log.mode_seen(where[2], resolve_mode(None))
     _log.assertion(
         where,
         kind=kind,
@@ -428,9 +452,14 @@ def run_limited_by(limits: list[str]) -> None:
     _log.limited_by = list(limits)
 
 
-def verdict_used(key: str, cassette_dir: Path) -> None:
-    """The judge cache read or wrote the verdict ``key`` (for ``ghostrun check``)."""
+def verdict_used(key: str, cassette_dir: Path, mode: Mode | None = None) -> None:
+    """The judge cache read or wrote the verdict ``key`` (for ``ghostrun check``).
+
+    ``mode`` is given when no session governs the grading.
+    """
     _log.verdict(key, cassette_dir)
+    if mode is not None:
+        _log.mode_seen(cassette_dir, mode)
 
 
 def write_run(snapshot: str | None = None) -> tuple[list[Path], list[CassetteError]]:

@@ -213,7 +213,9 @@ def _prepare(text: str, criterion: str, judge: Any) -> _Job:
     context = _context()
     key = verdict_key(resolved.identity, resolved.votes, text, criterion)
     path = _verdict_path(context.cassette_dir, key)
-    _runlog.verdict_used(key, context.cassette_dir)
+    _runlog.verdict_used(
+        key, context.cassette_dir, context.mode if context.session is None else None
+    )
     cached = None
     if context.mode is not Mode.RECORD:
         record = _validate.load(path, "verdict")

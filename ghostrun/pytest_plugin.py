@@ -6,8 +6,16 @@
   every mode written in code and ``GHOSTRUN_MODE`` too (a flag typed on the
   command line is the most explicit choice), and is exported as
   ``GHOSTRUN_MODE`` for the subprocesses the tests start.
-- ``--ghostrun-cassette-dir DIR``: the default cassette directory
-  (``configure(cassette_dir=...)``; a session's own ``cassette_dir=`` still wins).
+- ``--ghostrun-mode MODE``: the same switch by name (``auto``, ``record``,
+  ``replay``, or vcrpy's ``none``, ``new_episodes``, ``all``; see `_modes`).
+- ``--ghostrun-cassette-dir DIR`` (or the ini option ``ghostrun_cassette_dir``):
+  the default cassette directory (``configure(cassette_dir=...)``; a session's
+  own ``cassette_dir=`` still wins).
+- Relative cassette paths given to the plugin (the marker's ``cassette_dir=``,
+  the fixture's default directory, ``--ghostrun-cassette-dir``, the ini option)
+  resolve against pytest's rootdir, so a suite replays the same from any
+  working directory. A session a test opens itself resolves its path like any
+  Python code does, against the current directory.
 - ``--ghostrun-snapshot NAME``: also save the run log as ``runs/NAME.json``.
 - ``@pytest.mark.ghostrun(**session_kwargs)``: the test, its fixtures included,
   runs inside a session named by its node id. Markers on the module, the class
@@ -20,12 +28,17 @@
   ``<cassette_dir>/runs/_last.json``; under pytest-xdist every worker hands its
   part to the controller, which writes one complete run.
 
+- a failure caused by a `CacheMiss` is reported as the miss's message and the
+  line of the test that made the request, not a traceback through the SDK
+  (``--tb=long`` or ``--fulltrace`` shows the whole traceback).
+
 It is inert for tests that use none of this.
 """
 
 from __future__ import annotations
 
 import os
+import textwrap
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
@@ -34,7 +47,8 @@ import pytest
 
 from . import _runlog
 from ._config import settings
-from ._modes import Mode
+from ._exceptions import CacheMiss
+from ._modes import VCR_ALIASES, Mode, parse_mode
 from ._session import Session
 
 __all__ = ["ghostrun_session"]
@@ -66,10 +80,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "(beats GHOSTRUN_MODE and modes written in code).",
     )
     group.addoption(
+        "--ghostrun-mode",
+        metavar="MODE",
+        default=None,
+        help="the suite-wide mode by name: auto, record or replay (vcrpy's none, new_episodes "
+        "and all work too); beats GHOSTRUN_MODE and modes written in code.",
+    )
+    group.addoption(
         "--ghostrun-cassette-dir",
         metavar="DIR",
         default=None,
-        help="default cassette directory (default: GHOSTRUN_CASSETTE_DIR or .ghostrun_cache).",
+        help="default cassette directory, relative to the rootdir (default: the ini option "
+        "ghostrun_cassette_dir, GHOSTRUN_CASSETTE_DIR, then .ghostrun_cache).",
+    )
+    parser.addini(
+        "ghostrun_cassette_dir",
+        "ghostrun's default cassette directory, relative to the rootdir "
+        "(--ghostrun-cassette-dir beats it).",
+        default=None,
     )
     group.addoption(
         "--ghostrun-snapshot",
@@ -78,6 +106,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="also save this run's log as <cassette_dir>/runs/NAME.json, for `ghostrun diff` "
         "(default: GHOSTRUN_SNAPSHOT).",
     )
+
+
+def pytest_load_initial_conftests(
+    early_config: pytest.Config, parser: pytest.Parser, args: list[str]
+) -> None:
+    """A vcrpy user's ``--record-mode`` gets ghostrun's flag, not "unrecognized arguments"."""
+    typed = [a for a in args if a == "--record-mode" or a.startswith("--record-mode=")]
+    if typed and not early_config.pluginmanager.hasplugin("recording"):
+        mapping = ", ".join(f"{k} -> {v.value}" for k, v in VCR_ALIASES.items())
+        raise pytest.UsageError(
+            f"{typed[0]} is pytest-recording's flag; ghostrun's is --ghostrun-mode=MODE "
+            f"(auto, record or replay; vcrpy's {mapping} work too, and 'once' has no "
+            "equivalent: use auto)"
+        )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -89,13 +131,7 @@ class _Ghostrun:
     """The run's state: the suite-wide settings it changed, and the run log it writes."""
 
     def __init__(self, config: pytest.Config) -> None:
-        record = config.getoption("ghostrun_record")
-        replay = config.getoption("ghostrun_replay")
-        if record and replay:
-            raise pytest.UsageError(
-                "--ghostrun-record and --ghostrun-replay are mutually exclusive: "
-                "pass one of them (or neither, for the default mode)"
-            )
+        mode = _suite_mode(config)
         snapshot = config.getoption("ghostrun_snapshot")
         try:
             self.snapshot = (
@@ -112,13 +148,14 @@ class _Ghostrun:
         self._restore_env = os.environ.get("GHOSTRUN_MODE")
         self._restore_log = _runlog.swap(_runlog.RunLog())
         self._restore_autoflush = _runlog.set_autoflush(False)
-        mode = Mode.RECORD if record else Mode.REPLAY if replay else None
         if mode is not None:
             settings.suite_mode = mode
             os.environ["GHOSTRUN_MODE"] = mode.value  # for the subprocesses tests start
-        cassette_dir = config.getoption("ghostrun_cassette_dir")
+        cassette_dir = config.getoption("ghostrun_cassette_dir") or config.getini(
+            "ghostrun_cassette_dir"
+        )
         if cassette_dir:
-            settings.cassette_dir = Path(cassette_dir)
+            settings.cassette_dir = rooted(config, cassette_dir)
         if config.pluginmanager.hasplugin("xdist") and not self.worker:
             config.pluginmanager.register(_XdistController(), "ghostrun-xdist")
 
@@ -137,7 +174,9 @@ class _Ghostrun:
     def pytest_runtest_setup(self, item: pytest.Item) -> Generator[None, None, None]:
         markers = list(item.iter_markers("ghostrun"))
         if markers:
-            session = Session(**_session_kwargs(item, markers))
+            kwargs = _session_kwargs(item, markers)
+            kwargs["cassette_dir"] = _default_dir(item.config, kwargs.get("cassette_dir"))
+            session = Session(**kwargs)
             session.__enter__()
             item.stash[_SESSION] = session
         return (yield)
@@ -147,6 +186,11 @@ class _Ghostrun:
         self, item: pytest.Item, call: pytest.CallInfo[None]
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
+        if call.excinfo is not None and report.failed and _short_tracebacks(item.config):
+            miss = _miss_in(call.excinfo.value)
+            if miss is not None:
+                # Any object with toterminal() will do; pytest types the attribute narrowly.
+                report.longrepr = _miss_report(item, call.excinfo, miss)  # type: ignore[assignment]
         if call.excinfo is not None and call.when in ("setup", "call"):
             item.stash[_EXCEPTION] = call.excinfo.value
             longrepr = report.longrepr
@@ -218,12 +262,107 @@ def ghostrun_session(request: pytest.FixtureRequest) -> Iterator[Session]:
     if marked is not None:
         yield marked
         return
-    session = Session(name=request.node.nodeid)
+    session = Session(name=request.node.nodeid, cassette_dir=_default_dir(request.config))
     session.__enter__()
     try:
         yield session
     finally:
         _close(session, request.node)
+
+
+def rooted(config: pytest.Config, path: str | os.PathLike[str]) -> Path:
+    """A cassette path given to the plugin, relative to the rootdir when not absolute."""
+    given = Path(path).expanduser()
+    return given if given.is_absolute() else config.rootpath / given
+
+
+def _default_dir(config: pytest.Config, explicit: Any = None) -> Path:
+    """A plugin session's directory: the usual choice, rooted at the rootdir."""
+    return rooted(config, settings.resolve_cassette_dir(explicit))
+
+
+def _suite_mode(config: pytest.Config) -> Mode | None:
+    """The mode the flags ask for; flags that disagree are a usage error."""
+    chosen: dict[str, Mode] = {}
+    if config.getoption("ghostrun_record"):
+        chosen["--ghostrun-record"] = Mode.RECORD
+    if config.getoption("ghostrun_replay"):
+        chosen["--ghostrun-replay"] = Mode.REPLAY
+    named = config.getoption("ghostrun_mode")
+    if named:
+        try:
+            chosen["--ghostrun-mode"] = parse_mode(named, "--ghostrun-mode")
+        except ValueError as exc:
+            raise pytest.UsageError(str(exc)) from None
+    if len(set(chosen.values())) > 1:
+        raise pytest.UsageError(
+            f"{' and '.join(chosen)} are mutually exclusive: "
+            "pass one of them (or neither, for the default mode)"
+        )
+    return next(iter(chosen.values()), None)
+
+
+def _short_tracebacks(config: pytest.Config) -> bool:
+    return config.getoption("tbstyle", "auto") not in ("long", "native") and not (
+        config.getoption("fulltrace", False)
+    )
+
+
+def _miss_in(exc: BaseException) -> CacheMiss | None:
+    if isinstance(exc, CacheMiss):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        group = exc.subgroup(CacheMiss)
+        while group is not None and isinstance(group, BaseExceptionGroup):
+            group = group.exceptions[0]  # type: ignore[assignment]
+        return group
+    return None
+
+
+def _miss_report(
+    item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException], miss: CacheMiss
+) -> _MissReport:
+    """The miss's message under the test's own line that made the request."""
+    where = [e for e in excinfo.traceback if e.path == item.path]
+    entry = where[-1] if where else None
+    path = _shown(Path(entry.path) if entry else item.path)
+    lineno = entry.lineno + 1 if entry else 0
+    lines = []
+    if entry is not None:
+        lines.append(f"{path}:{lineno}: in {entry.name}")
+        statement = textwrap.dedent(str(entry.statement).strip("\n")).splitlines()
+        lines.extend(f"    {line}" for line in statement)
+    headline = f"ghostrun.{type(miss).__name__}: {miss}"
+    lines.append(headline)
+    return _MissReport("\n".join(lines), _Crash(str(path), lineno, headline.splitlines()[0]))
+
+
+class _Crash:
+    """What pytest's one-line summary and junitxml read from a failure."""
+
+    def __init__(self, path: str, lineno: int, message: str) -> None:
+        self.path, self.lineno, self.message = path, lineno, message
+
+
+class _MissReport:
+    """A failure report that is the miss's message (``str`` of it under pytest-xdist)."""
+
+    def __init__(self, text: str, crash: _Crash) -> None:
+        self.text, self.reprcrash = text, crash
+
+    def __str__(self) -> str:
+        return self.text
+
+    def toterminal(self, tw: Any) -> None:
+        for line in self.text.splitlines():
+            tw.line(line)
+
+
+def _shown(path: Path) -> Path:
+    try:
+        return path.relative_to(Path.cwd())
+    except ValueError:
+        return path
 
 
 def _close(session: Session, item: pytest.Item) -> None:
