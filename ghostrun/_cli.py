@@ -8,13 +8,20 @@
 Every command takes ``--cassette-dir`` (default: ``GHOSTRUN_CASSETTE_DIR``,
 then ``.ghostrun_cache``). Exit status: 0 fine, 1 the finding the command
 gates on (a regression; something stale or missed), 2 a usage error.
+
+Output survives any console encoding (a Windows terminal's cp1252, ``ascii``):
+JSON is ASCII-escaped there, so it stays valid JSON; text shows ASCII stand-ins
+for ghostrun's own arrows and dots, and ``\\xe9``-style escapes for what else
+the console cannot show.
 """
 
 from __future__ import annotations
 
 import argparse
+import codecs
 import contextlib
 import io
+import json
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -155,8 +162,32 @@ def _cassette_dir(args: argparse.Namespace) -> Path:
     return directory
 
 
+# ghostrun's own typography, and what a console that cannot show it gets instead.
+_ASCII_STAND_INS = str.maketrans({"\u2192": "->", "\u00b7": "-", "\u2026": "...", "\u2014": "--"})
+
+
 def _out(text: str) -> None:
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+def _out_report(text: str) -> None:
+    """A report in ghostrun's typography: ASCII arrows where the console has no others."""
+    _out(text if _console_is_unicode() else text.translate(_ASCII_STAND_INS))
+
+
+def _out_json(text: str) -> None:
+    """JSON as is on a UTF-8 console, ASCII-escaped on any other (still valid JSON)."""
+    if not _console_is_unicode():
+        text = json.dumps(json.loads(text), indent=2, ensure_ascii=True) + "\n"
+    sys.stdout.write(text)
+
+
+def _console_is_unicode() -> bool:
+    encoding = getattr(sys.stdout, "encoding", None) or "ascii"
+    try:
+        return codecs.lookup(encoding).name in ("utf-8", "utf-16", "utf-32")
+    except LookupError:
+        return False
 
 
 # -- diff ------------------------------------------------------------------------------------
@@ -169,7 +200,7 @@ def _run_diff(args: argparse.Namespace) -> int:
     base_path = _run_path(runs, args.base) if args.base else _latest_snapshot(runs, candidate)
     base = _runlog.load_run(base_path)
     result = _diff.compare(base, candidate, _label(base_path), _label(candidate_path))
-    _out(_diff.render(result, args.format))
+    (_out_json if args.format == "json" else _out_report)(_diff.render(result, args.format))
     return 1 if result.regressed else 0
 
 

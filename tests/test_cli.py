@@ -184,6 +184,7 @@ def test_check_lists_the_requests_that_missed(
 ) -> None:
     from ghostrun import _runlog
 
+    cassette_dir.mkdir()  # replay never creates it, run log included
     log = _runlog.RunLog()
     previous = _runlog.swap(log)
     try:
@@ -351,3 +352,56 @@ def test_diff_skips_a_snapshot_written_by_the_same_run_as_last(
 
     assert _cli.main(["diff", "--cassette-dir", str(tmp_path)]) == 1
     assert capsys.readouterr().out.startswith("ghostrun diff: v1 -> _last")
+
+
+@pytest.fixture(scope="module")
+def dessert_project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A snapshot and a last run whose outputs hold text no cp1252 or ascii console shows."""
+    root = tmp_path_factory.mktemp("dessert")
+    (root / "app.py").write_text(APP)
+    with ProviderSimulator() as provider:
+        for prompt, snapshot in (("Une crème brûlée 🍮 refund?", "before"), ("Une crème 🍮?", "")):
+            env = clean_env(SIM=provider.base_url, REFUND_PROMPT=prompt, GHOSTRUN_SNAPSHOT=snapshot)
+            done = subprocess.run(
+                [sys.executable, "app.py"], cwd=root, env=env, capture_output=True, timeout=60
+            )
+            assert done.returncode == (0 if snapshot else 1), done.stderr
+    yield root
+
+
+def _diff_on(console: str, fmt: str, cwd: Path) -> bytes:
+    done = subprocess.run(
+        [str(GHOSTRUN), "diff", "--format", fmt],
+        cwd=cwd,
+        env=clean_env(PYTHONIOENCODING=console),
+        capture_output=True,
+        timeout=60,
+    )
+    assert done.returncode == 1, done.stderr
+    return done.stdout
+
+
+@pytest.mark.parametrize("console", ["cp1252", "ascii"])
+def test_json_output_is_valid_json_on_a_console_that_is_not_utf8(
+    dessert_project: Path, console: str
+) -> None:
+    raw = _diff_on(console, "json", dessert_project)  # what `> d.json` writes
+    report = json.loads(raw.decode("ascii"))
+    [drift] = report["drift"]
+    assert "Une crème brûlée 🍮 refund?" in json.dumps(drift, ensure_ascii=False)
+
+
+@pytest.mark.parametrize("console", ["cp1252", "ascii"])
+@pytest.mark.parametrize("fmt", ["text", "markdown"])
+def test_text_output_uses_ascii_arrows_where_the_console_has_none(
+    dessert_project: Path, console: str, fmt: str
+) -> None:
+    out = _diff_on(console, fmt, dessert_project).decode(console)
+    assert "\\u2192" not in out and "\\xb7" not in out
+    assert ("`before` -> `_last`" if fmt == "markdown" else "before -> _last") in out
+    assert "PASS -> FAIL" in out or "| PASS | FAIL |" in out
+
+
+def test_utf8_console_keeps_the_arrows(dessert_project: Path) -> None:
+    out = _diff_on("utf-8", "markdown", dessert_project).decode("utf-8")
+    assert "`before` → `_last`" in out and "brûlée 🍮" in out
