@@ -12,6 +12,11 @@ even when the user adds the judge's host to a session's ``hosts``.
 
 ``ollama`` and ``httpx`` are imported only when a judge first calls out, so
 ``import ghostrun`` stays light and never imports ``ollama``.
+
+A judge's HTTP client is cheap to build but for its TLS context (loading the
+CA bundle takes tens of milliseconds): one context is built per process and
+shared by every client, and an async judge builds it in a worker thread, so
+grading never stalls the event loop.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import threading
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -28,6 +34,8 @@ import orjson
 from ._exceptions import GhostrunError, JudgeUnavailable
 
 if TYPE_CHECKING:
+    import ssl
+
     import httpx
 
 __all__ = [
@@ -201,6 +209,40 @@ def _positive_float(name: str, value: float) -> float:
     return float(value)
 
 
+_tls: list[ssl.SSLContext] = []  # at most one: the context every judge client shares
+_tls_lock = threading.Lock()
+
+
+def tls_context() -> ssl.SSLContext:
+    """The TLS context of every judge client, built on first use (httpx's defaults)."""
+    with _tls_lock:
+        if not _tls:
+            import httpx
+
+            _tls.append(httpx.create_ssl_context())
+        return _tls[0]
+
+
+async def atls_context() -> ssl.SSLContext:
+    """`tls_context` for async code: the first build runs off the event loop."""
+    if _tls:
+        return _tls[0]
+    import anyio.to_thread
+
+    return await anyio.to_thread.run_sync(tls_context)
+
+
+async def _aimport_ollama() -> Any:
+    """`_import_ollama` off the event loop the first time (importing it builds a client)."""
+    import sys
+
+    if "ollama" in sys.modules:
+        return _import_ollama()
+    import anyio.to_thread
+
+    return await anyio.to_thread.run_sync(_import_ollama)
+
+
 # --- Ollama ----------------------------------------------------------------------------
 
 
@@ -263,7 +305,7 @@ class OllamaJudge:
         with (
             no_recording(),
             self._translate_errors(),
-            ollama.Client(host=self.host, timeout=self.timeout) as client,
+            ollama.Client(host=self.host, timeout=self.timeout, verify=tls_context()) as client,
         ):
             response = client.chat(**request)
         return parse_verdict(response.message.content or "", self.identity)
@@ -271,10 +313,12 @@ class OllamaJudge:
     async def ajudge(
         self, text: str, criterion: str, seed: int | None = None, temperature: float = 0.0
     ) -> RawVerdict:
-        ollama = _import_ollama()
+        ollama = await _aimport_ollama()
         request = self.chat_request(text, criterion, seed, temperature)
+        verify = await atls_context()
         with no_recording(), self._translate_errors():
-            async with ollama.AsyncClient(host=self.host, timeout=self.timeout) as client:
+            client = ollama.AsyncClient(host=self.host, timeout=self.timeout, verify=verify)
+            async with client:
                 response = await client.chat(**request)
         return parse_verdict(response.message.content or "", self.identity)
 
@@ -397,7 +441,7 @@ class OpenAICompatibleJudge:
         with (
             no_recording(),
             self._translate_errors(),
-            httpx.Client(timeout=self.timeout) as client,
+            httpx.Client(timeout=self.timeout, verify=tls_context()) as client,
         ):
             response = client.post(self.url, json=body, headers=self.headers())
             response.raise_for_status()
@@ -409,8 +453,9 @@ class OpenAICompatibleJudge:
         import httpx
 
         body = self.request_body(text, criterion, seed, temperature)
+        verify = await atls_context()
         with no_recording(), self._translate_errors():
-            async with httpx.AsyncClient(timeout=self.timeout) as client:
+            async with httpx.AsyncClient(timeout=self.timeout, verify=verify) as client:
                 response = await client.post(self.url, json=body, headers=self.headers())
                 response.raise_for_status()
         return parse_verdict(self._content(response), self.identity)

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from simulator import closed_port_url
 
+import ghostrun
 from ghostrun._exceptions import GhostrunError, JudgeUnavailable
 from ghostrun._judges import (
     DEFAULT_OLLAMA_HOST,
@@ -400,3 +401,54 @@ async def test_openai_compatible_judge_async(anyio_backend: str, provider: Any) 
     judge = OpenAICompatibleJudge("qwen2.5", provider.url("/v1"), timeout=5)
     assert await judge.ajudge("t", "c") == RawVerdict(False, "nope")
     assert "authorization" not in provider.last_request.headers
+
+
+@pytest.mark.anyio
+async def test_async_grading_never_stalls_the_event_loop(
+    anyio_backend: str, provider: Any, cassette_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ticker keeps ticking while the judge's one slow step (its TLS context) is built."""
+    import ssl
+    import threading
+    import time
+
+    import anyio
+
+    from ghostrun import _judges
+
+    monkeypatch.setattr(_judges, "_tls", [], raising=False)  # as in a fresh process
+    provider.judge_reply = lambda body: '{"verdict": "PASS", "reason": "fine"}'
+    loop_thread = threading.get_ident()
+    ticks = 0
+    builds: list[tuple[bool, int]] = []  # (on the loop's thread, ticks while it was built)
+    original = ssl.create_default_context
+
+    def counting_build(*args: Any, **kwargs: Any) -> ssl.SSLContext:
+        on_loop = threading.get_ident() == loop_thread
+        start, deadline = ticks, time.monotonic() + 10
+        while not on_loop and ticks < start + 3 and time.monotonic() < deadline:
+            time.sleep(0.001)  # the loop runs the ticker meanwhile, or it is stalled
+        builds.append((on_loop, ticks - start))
+        return original(*args, **kwargs)
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await anyio.sleep(0.001)
+
+    judge = OllamaJudge(host=provider.base_url)
+    with ghostrun.session(cassette_dir=cassette_dir, mode="auto"):
+        monkeypatch.setattr(ssl, "create_default_context", counting_build)
+        async with anyio.create_task_group() as group:
+            group.start_soon(ticker)
+            for n in range(3):
+                await ghostrun.expect(f"reply {n}", judge=judge).acontains_intent("a reply")
+            first_builds = list(builds)
+            for n in range(3, 6):
+                await ghostrun.expect(f"reply {n}", judge=judge).acontains_intent("a reply")
+            group.cancel_scope.cancel()
+    assert provider.served == 6  # six assertions graded by the judge
+    # Built off the loop, which kept ticking meanwhile (importing ollama builds one too)...
+    assert first_builds and all(build == (False, 3) for build in first_builds), builds
+    assert builds == first_builds  # ...and never again for later assertions
