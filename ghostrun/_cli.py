@@ -285,7 +285,8 @@ def _run_check(args: argparse.Namespace) -> int:
     found = _unused(directory)
     misses = found.run.get("misses") or []
     tests = len(found.run["tests"])
-    _out(f"ghostrun check: {directory} (last run {found.run.get('finished', '?')}, {tests} tests)")
+    finished = found.run.get("finished", "?")
+    _out(f"ghostrun check: {directory} (last run {finished}, {_plural(tests, 'test')})")
     _warn_partial(found.run)
     _list_unused(found, directory)
     if misses:

@@ -192,7 +192,7 @@ class Session:
 
     def __repr__(self) -> str:
         return (
-            f"<ghostrun.Session {self.name or ''} mode={self.mode.value} "
+            f"<ghostrun.Session {self.name + ' ' if self.name else ''}mode={self.mode.value} "
             f"replayed={self.replayed} recorded={self.recorded} misses={len(self.misses)}>"
         )
 

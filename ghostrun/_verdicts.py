@@ -286,24 +286,33 @@ def _replay_skip(judge: Judge, criterion: str, path: Path) -> unittest.SkipTest:
         f"semantic assertion skipped: no cached verdict for {criterion!r} from "
         f"{judge.identity}, and replay mode never calls the judge "
         f"({_ON_UNAVAILABLE_ENV}=skip). {_how_to_grade(judge)} Then run once with "
-        f"GHOSTRUN_MODE=auto to store {path.name} under judge/, and commit it."
+        f"GHOSTRUN_MODE=auto to store {path.absolute()}, and commit it."
     )
 
 
 def _how_to_grade(judge: Judge) -> str:
+    """The judge's setup, once: its server first (which keeps running), then the rest."""
     setup = getattr(judge, "setup_commands", ())
-    if setup:
-        return f"To enable grading, run: {' && '.join(f'`{c}`' for c in setup)}."
-    return "To enable grading, start the judge's server."
+    if not setup:
+        return "To enable grading, start the judge's server."
+    server, *then = setup
+    rest = "".join(f", then run `{command}`" for command in then)
+    return (
+        f"To enable grading, start the judge with `{server}` (it keeps running: use another "
+        f"terminal, or the desktop app){rest}."
+    )
 
 
 def _skip_for(exc: JudgeUnavailable, judge: Judge) -> unittest.SkipTest | None:
     """The SkipTest that replaces ``exc`` when the user asked for skips, else None."""
     if not _skip_when_unavailable():
         return None
+    setup: tuple[str, ...] = tuple(getattr(judge, "setup_commands", ()))
+    told = bool(setup) and f"`{setup[0]}`" in str(exc)  # the error already gives the fix
     return unittest.SkipTest(
         f"semantic assertion skipped: no cached verdict and the judge {judge.identity} "
-        f"is unavailable ({_ON_UNAVAILABLE_ENV}=skip). {exc} {_how_to_grade(judge)}"
+        f"is unavailable ({_ON_UNAVAILABLE_ENV}=skip). {exc}"
+        + ("" if told else f" {_how_to_grade(judge)}")
     )
 
 

@@ -202,6 +202,7 @@ def test_check_lists_the_requests_that_missed(
     assert (
         "1 miss (requests or verdicts not recorded):\n  t: ghostrun: no recording for POST" in out
     )
+    assert "(last run " in out and ", 1 test)\n" in out  # not "1 tests"
 
 
 def test_check_leaves_verdicts_alone_when_the_run_could_not_say_which_it_used(

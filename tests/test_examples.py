@@ -30,7 +30,10 @@ CASSETTE_FILES = sorted(CASSETTES.glob("*.json"))
 COMMITTED_FILES = sorted(
     p for p in CASSETTES.rglob("*") if p.is_file() and "runs" not in p.relative_to(CASSETTES).parts
 )
-ENABLE_GRADING = "To enable grading, run: `ollama serve` && `ollama pull llama3.2:3b`."
+ENABLE_GRADING = (
+    "To enable grading, start the judge with `ollama serve` (it keeps running: use another "
+    "terminal, or the desktop app), then run `ollama pull llama3.2:3b`."
+)
 
 
 def _closed_port() -> int:

@@ -246,3 +246,13 @@ def test_hosts_may_be_any_iterable(provider: ProviderSimulator, cassette_dir: Pa
     with ghostrun.session(cassette_dir=cassette_dir, hosts=hosts) as s:
         sdk_calls.openai_chat(provider.base_url)
     assert s.recorded == 1 and s.hosts == ("127.0.0.1",)
+
+
+def test_repr_reads_cleanly_with_and_without_a_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("PYTEST_CURRENT_TEST")  # else the test's id names the session
+    unnamed = ghostrun.session(mode="replay", cassette_dir=tmp_path)
+    assert repr(unnamed) == "<ghostrun.Session mode=replay replayed=0 recorded=0 misses=0>"
+    named = ghostrun.session(mode="auto", cassette_dir=tmp_path, name="t")
+    assert repr(named) == "<ghostrun.Session t mode=auto replayed=0 recorded=0 misses=0>"

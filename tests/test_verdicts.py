@@ -394,9 +394,27 @@ def test_skip_setting_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> N
     with pytest.raises(unittest.SkipTest) as info:
         grade("Sorry!", "apologises", OllamaJudge("qwen2.5:7b", host=closed_port_url()))
     message = str(info.value)
-    assert "`ollama serve` && `ollama pull qwen2.5:7b`" in message
+    assert "&&" not in message  # `ollama serve` runs until stopped: nothing after it would run
+    assert message.count("ollama serve") == 1, message  # said once
+    assert "`ollama serve`" in message and "`ollama pull qwen2.5:7b`" in message
     assert "GHOSTRUN_ON_JUDGE_UNAVAILABLE=skip" in message
     assert isinstance(info.value.__cause__, JudgeUnavailable)
+
+
+def test_a_replay_skip_says_the_two_commands_apart_and_once(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("GHOSTRUN_ON_JUDGE_UNAVAILABLE", "skip")
+    with ghostrun.session(mode="replay", cassette_dir=tmp_path):
+        with pytest.raises(unittest.SkipTest) as info:
+            grade("Sorry!", "apologises", OllamaJudge("qwen2.5:7b"))
+    message = str(info.value)
+    assert (
+        "start the judge with `ollama serve` (it keeps running: use another terminal, or the "
+        "desktop app), then run `ollama pull qwen2.5:7b`." in message
+    )
+    assert "&&" not in message and message.count("ollama serve") == 1
+    assert str(tmp_path / "judge") in message  # where the verdict will be stored, absolute
 
 
 def test_skip_setting_from_configure(provider: Any) -> None:
