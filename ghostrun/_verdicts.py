@@ -40,6 +40,7 @@ from ._judges import (
 )
 from ._modes import Mode, resolve_mode
 from ._redact import scrub_text
+from ._script import ghostrun_skip
 
 __all__ = [
     "VERDICT_FORMAT_VERSION",
@@ -282,7 +283,7 @@ def _skip_when_unavailable() -> bool:
 
 def _replay_skip(judge: Judge, criterion: str, path: Path) -> unittest.SkipTest:
     """Replay never calls the judge: with the skip setting, an uncached verdict skips."""
-    return unittest.SkipTest(
+    return ghostrun_skip(
         f"semantic assertion skipped: no cached verdict for {criterion!r} from "
         f"{judge.identity}, and replay mode never calls the judge "
         f"({_ON_UNAVAILABLE_ENV}=skip). {_how_to_grade(judge)} Then run once with "
@@ -309,7 +310,7 @@ def _skip_for(exc: JudgeUnavailable, judge: Judge) -> unittest.SkipTest | None:
         return None
     setup: tuple[str, ...] = tuple(getattr(judge, "setup_commands", ()))
     told = bool(setup) and f"`{setup[0]}`" in str(exc)  # the error already gives the fix
-    return unittest.SkipTest(
+    return ghostrun_skip(
         f"semantic assertion skipped: no cached verdict and the judge {judge.identity} "
         f"is unavailable ({_ON_UNAVAILABLE_ENV}=skip). {exc}"
         + ("" if told else f" {_how_to_grade(judge)}")

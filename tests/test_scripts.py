@@ -127,3 +127,41 @@ def test_a_failure_prints_on_a_console_that_is_not_utf8(
     assert "UnicodeEncodeError" not in result.stderr
     assert "ExpectationFailed: expected: the text contains 'refund'" in result.stderr
     assert "Echo: Caf\\xe9 \\u2615 \\u2014 merci" in result.stderr
+
+
+SKIPPING_SCRIPT = """\
+import ghostrun
+
+ghostrun.expect("We are so sorry.").contains("sorry")
+print("deterministic check held")
+ghostrun.expect("We are so sorry.").contains_intent("an apology")
+print("never reached")
+"""
+
+
+def test_a_skip_left_uncaught_in_a_script_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    script = tmp_path / "check.py"
+    script.write_text(SKIPPING_SCRIPT, encoding="utf-8")
+    environ = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
+    environ.update(
+        GHOSTRUN_MODE="replay",
+        GHOSTRUN_ON_JUDGE_UNAVAILABLE="skip",
+        GHOSTRUN_CASSETTE_DIR=str(tmp_path / "cassettes"),
+    )
+    result = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 1  # the script did not run to its end
+    assert result.stdout == "deterministic check held\n"
+    assert "Traceback" not in result.stderr, result.stderr
+    [line] = result.stderr.splitlines()
+    assert line.startswith(
+        "ghostrun: the script stopped at a skipped check: semantic assertion skipped: "
+        "no cached verdict for 'The text expresses or contains this intent: an apology'"
+    ), line

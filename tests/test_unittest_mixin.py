@@ -183,6 +183,7 @@ class AsyncMisses(ghostrun.TestCaseMixin, unittest.IsolatedAsyncioTestCase):
 def test_a_miss_errors_the_test_once_with_the_miss_message(
     tmp_path: Path, provider: ProviderSimulator
 ) -> None:
+    (tmp_path / "cassettes").mkdir()  # replay never creates it, run log included
     result = run_unittest(tmp_path, provider.base_url, MISSES, GHOSTRUN_MODE="replay")
     assert result.returncode == 1
     # One error per test: a miss the test raised is not raised again when the session closes.
