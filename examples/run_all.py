@@ -37,6 +37,8 @@ STEPS = [
 # The closing lines of each runner, which the summary repeats.
 _CLOSING = re.compile(r"^=* ?\d+ (passed|failed|skipped|errors?)\b|^(OK|FAILED)\b|^prompt_check: ")
 _RAN = re.compile(r"^Ran \d+ tests?")
+# "3 skipped" (pytest, the script) or "skipped=4" (unittest), never "0 skipped".
+_SKIPS = re.compile(r"(?<!\d)[1-9]\d* skipped|skipped=[1-9]")
 
 
 @dataclass
@@ -72,7 +74,12 @@ def _run(name: str, command: list[str], env: dict[str, str]) -> Outcome:
     closing = closing.strip("= ")
     if ran:  # unittest: "Ran 10 tests in 1.2s" then "OK (skipped=4)"
         closing = f"{ran}: {closing}"
-    return Outcome(name, done.returncode, closing, "skipped" in closing)
+    return Outcome(name, done.returncode, closing, skipped(closing))
+
+
+def skipped(closing: str) -> bool:
+    """Whether a runner's closing line reports at least one skip."""
+    return _SKIPS.search(closing) is not None
 
 
 def _summary(outcomes: list[Outcome], new: list[str]) -> int:
@@ -88,10 +95,10 @@ def _summary(outcomes: list[Outcome], new: list[str]) -> int:
         )
     if any(o.skipped for o in outcomes):
         print(
-            "\nSemantic checks were skipped: no judge is running and no verdict is cached.\n"
-            "To grade them locally: `ollama serve` and `ollama pull llama3.2:3b`, then run\n"
-            "this again with GHOSTRUN_MODE=auto (the verdicts are cached under\n"
-            "examples/cassettes/judge/)."
+            "\nSemantic checks were skipped: no verdict is cached for them, and replay mode\n"
+            "never calls the judge. To grade them: start the judge with `ollama serve` (it\n"
+            "keeps running), run `ollama pull llama3.2:3b`, then run this once with\n"
+            "GHOSTRUN_MODE=auto (the verdicts are cached under examples/cassettes/judge/)."
         )
     failed = [o.name for o in outcomes if o.returncode != 0]
     print(f"\n{'FAILED: ' + ', '.join(failed) if failed else 'All examples passed.'}")

@@ -171,3 +171,25 @@ def test_committed_example_file_holds_no_secret(path: Path) -> None:
     if path.suffix == ".json" and path.parent == CASSETTES:
         headers: dict[str, Any] = json.loads(text)["request"]["headers"]
         assert set(headers) <= {"accept", "content-type"}
+
+
+def test_run_all_says_checks_were_skipped_only_when_some_were(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from examples import run_all
+
+    graded = [
+        run_all.Outcome("pytest", 0, "7 passed in 2.1s", run_all.skipped("7 passed in 2.1s")),
+        run_all.Outcome("unittest", 0, "Ran 10 tests: OK", run_all.skipped("Ran 10 tests: OK")),
+        run_all.Outcome(
+            "script",
+            0,
+            "prompt_check: 6 passed, 0 failed, 0 skipped",
+            run_all.skipped("prompt_check: 6 passed, 0 failed, 0 skipped"),
+        ),
+    ]
+    assert run_all._summary(graded, []) == 0
+    assert "were skipped" not in capsys.readouterr().out
+    assert run_all.skipped("4 passed, 3 skipped in 2.21s")
+    assert run_all.skipped("Ran 10 tests in 0.5s: OK (skipped=4)")
+    assert run_all.skipped("prompt_check: 4 passed, 0 failed, 2 skipped")
