@@ -1,7 +1,8 @@
 """ghostrun: deterministic, free, offline tests for LLM applications.
 
 Record provider HTTP traffic once, replay it from readable cassettes after,
-and assert on meaning with a local judge. See DESIGN in the README.
+and assert on meaning with a local judge. README.md is the guide: sessions,
+modes, the judge, the pytest plugin and the CLI.
 """
 
 from __future__ import annotations

@@ -182,3 +182,165 @@ def _run_as_file(block: Block, workdir: Path, env: dict[str, str], file: str, co
     output = done.stdout + done.stderr
     assert done.returncode == 0, f"{block.id}: `{command}` failed:\n{output}"
     assert not re.search(r"\bskipped\b|\bno tests ran\b|Ran 0 tests", output), output
+
+
+# -- every block that claims an output or a result ------------------------------------------
+#
+# README.md and examples/README.md: each ```text block is the output of a block beside it,
+# and each ```bash block is a set of commands. Every one is either run here and its claim
+# checked, or listed below as skipped by design, with the reason. A new block that is
+# neither fails `test_every_block_is_run_or_skipped_by_design`.
+
+EXAMPLES_README = ROOT / "examples" / "README.md"
+
+SKIPPED_BY_DESIGN = {
+    # README.md
+    "bash .ci/run": "runs this very suite",
+    "pip uninstall -y ghostrun": "installs into the environment; the extras it names are "
+    "checked by test_the_install_commands_name_extras_that_exist",
+    "GHOSTRUN_MODE=replay python -m pytest": "a user project's suite and tests/cassettes; the "
+    "plugin's flags are tested in test_pytest_plugin.py and test_pytest_paths.py",
+    "export GHOSTRUN_CASSETTE_DIR=tests/cassettes": "re-records with a live provider key",
+    "python -m pytest --ghostrun-snapshot before": "a user project's suite re-recorded with a "
+    "live provider; `ghostrun diff` is tested in test_cli.py",
+    "ollama serve": "starts a live judge (serve runs until stopped)",
+    "ghostrun benchmarks, ": "benchmarks/run.py's output: a 750 s run on a quiet machine",
+    "openai 3.57.0 on httpx2, 120 rounds": "benchmarks/inprocess.py --anatomy's output (minutes)",
+    # examples/README.md
+    ".venv/bin/python examples/record_with_standin.py": "re-records every example cassette "
+    "(20 s, with new timestamps); tests/test_examples.py checks every committed file",
+    "rm examples/cassettes/*.json": "records with a live OpenAI key",
+}
+
+
+def _fenced(path: Path) -> list[Block]:
+    text = path.read_text(encoding="utf-8")
+    return [
+        Block(text.count("\n", 0, m.start()) + 1, m.group(1).strip(), m.group(2))
+        for m in _FENCE.finditer(text)
+    ]
+
+
+def _skip_reason(block: Block) -> str | None:
+    first = block.code.strip().splitlines()[0]
+    return next((why for start, why in SKIPPED_BY_DESIGN.items() if first.startswith(start)), None)
+
+
+RUN_ALL = (
+    "python3 -m venv .venv && .venv/bin/pip install -e '.[test]' && "
+    ".venv/bin/python examples/run_all.py"
+)
+RUNNING_THEM = (
+    "python examples/run_all.py                              # everything, with a summary"
+)
+MISS_MESSAGE = "ghostrun: no recording for POST https://api.openai.com/v1/chat/completions"
+ENDS_WITH = "To enable grading, start the judge with `ollama serve`"
+CHECKED_HERE = (RUN_ALL, RUNNING_THEM, MISS_MESSAGE, ENDS_WITH)
+
+
+@pytest.mark.parametrize("path", [README, EXAMPLES_README], ids=lambda p: p.name)
+def test_every_block_is_run_or_skipped_by_design(path: Path) -> None:
+    for block in _fenced(path):
+        if block.info not in ("bash", "text"):
+            continue
+        first = block.code.strip().splitlines()[0]
+        assert _skip_reason(block) or first.startswith(CHECKED_HERE), (
+            f"{path.name}:{block.line}: a {block.info} block that is neither run by "
+            f"tests/test_readme.py nor listed in its SKIPPED_BY_DESIGN: {first!r}"
+        )
+
+
+def _run(command: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    argv = shlex.split(command, comments=True)
+    assert argv[0] in ("python", ".venv/bin/python"), command
+    return subprocess.run(
+        [sys.executable, *argv[1:]], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+def test_the_miss_message_is_what_its_code_prints(workdir: Path, offline: dict[str, str]) -> None:
+    blocks = _fenced(README)
+    [at] = [i for i, b in enumerate(blocks) if b.code.startswith(MISS_MESSAGE)]
+    claimed, code = blocks[at].code, blocks[at + 1].code
+    assert blocks[at + 1].info == "python"
+    (workdir / "miss.py").write_text(code, encoding="utf-8")
+    done = _run("python miss.py", workdir, offline)
+    assert done.returncode == 0, done.stderr
+    printed = done.stdout.replace(str(workdir), "/home/you/ghostrun")
+    assert printed == claimed
+
+
+def test_the_examples_commands_do_what_the_readmes_say(
+    workdir: Path, offline: dict[str, str]
+) -> None:
+    shutil.copytree(ROOT / "tests", workdir / "tests", ignore=shutil.ignore_patterns("__pycache__"))
+    env = {**offline, "HTTP_PROXY": "", "HTTPS_PROXY": "", "ALL_PROXY": ""}
+    env.pop("OLLAMA_HOST")  # no judge at all, as on a fresh machine
+    [first] = [b for b in _fenced(README) if b.code.startswith(RUN_ALL)]
+    [running] = [b for b in _fenced(EXAMPLES_README) if b.code.startswith(RUNNING_THEM)]
+    commands = [first.code.strip().split(" && ")[-1], *running.code.strip().splitlines()]
+    outputs = {}
+    for command in commands:
+        done = _run(command, workdir, env)
+        outputs[command] = done.stdout + done.stderr
+        assert done.returncode == 0, f"`{command}` failed:\n{outputs[command]}"
+    summary = outputs[commands[0]]
+    assert "All examples passed." in summary  # README: "a summary at the end"
+    assert "Semantic checks were skipped" in summary  # "show as *skipped* until a judge runs"
+    # examples/README: run by run_all.py (in replay), each skip message ends with its block.
+    [ends] = [b for b in _fenced(EXAMPLES_README) if b.code.startswith(ENDS_WITH)]
+    ending = re.escape(ends.code.strip())
+    ending = ending.replace(re.escape("/home/you/ghostrun"), re.escape(str(workdir)))
+    ending = ending.replace(re.escape("<key>"), "[0-9a-f]{32}") + "$"
+    skips = [line for line in summary.splitlines() if line.startswith("SKIPPED")]
+    assert skips and all(re.search(ending, line) for line in skips), skips
+
+
+def test_the_install_commands_name_extras_that_exist() -> None:
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    text = README.read_text(encoding="utf-8")
+    install = text.split("## Installing it in your own project")[1].split("\n## ")[0]
+    assert "`pip install ghostrun` installs a different, older project" in install
+    named = re.findall(r"ghostrun(?:-checkout)?\[([\w,]+)\]", install)
+    assert named, install
+    for group in named:
+        assert set(group.split(",")) <= set(extras), group
+
+
+def test_every_setting_the_package_reads_is_in_the_readme() -> None:
+    source = "\n".join(p.read_text() for p in (ROOT / "ghostrun").rglob("*.py"))
+    names = set(re.findall(r"\bGHOSTRUN_[A-Z_]+\b", source))
+    readme = README.read_text(encoding="utf-8")
+    assert "GHOSTRUN_HOSTS" in names
+    assert sorted(n for n in names if f"`{n}`" not in readme) == []
+
+
+def test_the_package_docstring_points_at_what_exists() -> None:
+    assert "DESIGN in the README" not in (ghostrun.__doc__ or "")
+    assert "README.md" in (ghostrun.__doc__ or "") and README.is_file()
+
+
+def test_benchmark_prose_agrees_with_its_table() -> None:
+    text = README.read_text(encoding="utf-8").split("## Benchmarks")[1]
+    table = text.split("```text")[1].split("```")[0]
+    verdicts: dict[str, set[str]] = {}
+    workload = ""
+    for line in table.splitlines():
+        if re.match(r"^W\d ", line):
+            workload = line.split()[0]
+        found = re.search(r"\b(met|MISSED)\s*$", line)
+        if found and workload:
+            verdicts.setdefault(workload, set()).add(found.group(1))
+    missed = {w for w, v in verdicts.items() if "MISSED" in v}
+    met = {w for w, v in verdicts.items() if v == {"met"}}
+    prose = text.split("```", 2)[2].split("```")[0]
+    said_met = re.search(r"((?:W\d, )*W\d and W\d) meet their targets", prose)
+    assert said_met and set(re.findall(r"W\d", said_met.group(1))) == met, prose
+    said_missed = re.search(r"((?:W\d \(target [\d.]+x\)(?:, | and )?)+) miss", prose)
+    assert said_missed and set(re.findall(r"W\d", said_missed.group(1))) == missed, prose
+    for path in (README, ROOT / "benchmarks" / "README.md"):
+        assert not re.search(r"W4[^.]{0,20}sits on its target", path.read_text()), path
