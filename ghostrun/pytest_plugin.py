@@ -240,7 +240,7 @@ class _Ghostrun:
         if not self.written or self.worker:
             return
         dirs = sorted({str(path.parent.parent) for path in self.written})
-        where = dirs[0] if len(dirs) == 1 else f"{len(dirs)} cassette directories"
+        where = ", ".join(dirs[:3]) + (f" and {len(dirs) - 3} more" if len(dirs) > 3 else "")
         snapshot = f" and runs/{self.snapshot}.json" if self.snapshot else ""
         terminalreporter.write_line(f"ghostrun: run log runs/_last.json{snapshot} in {where}")
 
