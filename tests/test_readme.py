@@ -305,6 +305,9 @@ def test_the_install_commands_name_extras_that_exist() -> None:
     text = README.read_text(encoding="utf-8")
     install = text.split("## Installing it in your own project")[1].split("\n## ")[0]
     assert "`pip install ghostrun` installs a different, older project" in install
+    description = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["description"]
+    quoted = re.search(r'grep Summary .*"(.+?)\.\.\."', install)
+    assert quoted and description.startswith(quoted.group(1)), install
     named = re.findall(r"ghostrun(?:-checkout)?\[([\w,]+)\]", install)
     assert named, install
     for group in named:
