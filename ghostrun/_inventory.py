@@ -124,7 +124,7 @@ def partial_run(run: dict[str, Any]) -> list[str]:
     ran = len(run["tests"])
     if previous is not None and ran < previous["tests"]:
         reasons.append(
-            f"it ran {ran} tests, the run before it (finished {previous.get('finished', '?')}) "
-            f"{previous['tests']}"
+            f"it ran {ran} test{'' if ran == 1 else 's'}, the run before it "
+            f"(finished {previous.get('finished', '?')}) {previous['tests']}"
         )
     return reasons

@@ -406,3 +406,10 @@ def test_text_output_uses_ascii_arrows_where_the_console_has_none(
 def test_utf8_console_keeps_the_arrows(dessert_project: Path) -> None:
     out = _diff_on("utf-8", "markdown", dessert_project).decode("utf-8")
     assert "`before` → `_last`" in out and "brûlée 🍮" in out
+
+
+def test_a_partial_run_of_one_test_says_1_test() -> None:
+    from ghostrun._inventory import partial_run
+
+    run = {"tests": {"t": {}}, "previous": {"tests": 5, "finished": "earlier"}}
+    assert partial_run(run) == ["it ran 1 test, the run before it (finished earlier) 5"]
