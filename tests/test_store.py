@@ -360,7 +360,7 @@ def test_prune_keeps_a_foreign_json_file(
     ("extra", "reason"),
     [
         ({"selection": {"limited_by": ["-k 'refund'"]}}, "it was narrowed: -k 'refund'"),
-        ({"previous": {"tests": 40, "finished": "T0"}}, "it ran 1 tests, the run before it"),
+        ({"previous": {"tests": 40, "finished": "T0"}}, "it ran 1 test, the run before it"),
     ],
 )
 def test_check_and_prune_warn_when_the_last_run_looks_partial(
