@@ -140,7 +140,7 @@ def _steps(lib: Any, prebuilt: Callable[[Any], Any]) -> dict[str, Callable[[], A
     """For each step, a context in which ghostrun's transport does only the work up to it."""
     import ghostrun._cassette as cassette
     import ghostrun._files as files
-    import ghostrun._transports as transports
+    import ghostrun._intercept._httpx as transports
 
     transport = transports._kit(lib).Transport
 

@@ -23,11 +23,10 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextvars import ContextVar
 from pathlib import Path
-from types import TracebackType
+from types import ModuleType, TracebackType
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl
 
-from . import _patch
 from ._cassette import Cassette, Recording, encode_body, encode_response, read_run
 from ._config import settings
 from ._exceptions import CacheMiss
@@ -202,7 +201,7 @@ class Session:
         with self._lock:
             if self._depth == 0:
                 self._resolve()
-            _patch.acquire()
+            _patches().acquire()
             self._depth += 1
         _context_stack.set((*_context_stack.get(), self))
         with _global_lock:
@@ -222,7 +221,7 @@ class Session:
             _global_stack.reverse()
         with self._lock:
             self._depth -= 1
-            _patch.release()
+            _patches().release()
             if self._depth:
                 return
             unraised, self._unraised = self._unraised, []
@@ -442,6 +441,15 @@ class Session:
 
 session = Session
 """``ghostrun.session(...)``: the spelling the docs use for `Session`."""
+
+
+def _patches() -> ModuleType:
+    """The patch module, imported when a session opens: the lazy import that keeps
+    ``import ghostrun`` light (it never loads an HTTP library's adapter) and the
+    session core free of any import of the adapters, which import it."""
+    from ._intercept import _patch
+
+    return _patch
 
 
 def _without_last(stack: tuple[Session, ...], item: Session) -> tuple[Session, ...]:

@@ -20,7 +20,7 @@ from simulator import ProviderSimulator
 
 import ghostrun
 from ghostrun import CacheMiss, CassetteError, UnsupportedHttpx
-from ghostrun._aiohttp import AiohttpAdapter
+from ghostrun._intercept._aiohttp import AiohttpAdapter
 
 LOOPBACK = ("127.0.0.1",)
 GEMINI_KEY = "AIza" + "SyTEST0123456789abcdefghijklmnopq"  # fake, assembled at run time

@@ -28,11 +28,11 @@ from http import HTTPStatus
 from types import ModuleType
 from typing import Any, NoReturn
 
-from ._cassette import Recording
-from ._exceptions import UnsupportedHttpx
-from ._modes import Mode
-from ._session import RequestInfo, Session, Tape, intercepting_session
-from ._transports import is_stream
+from .._cassette import Recording
+from .._exceptions import UnsupportedHttpx
+from .._modes import Mode
+from .._session import RequestInfo, Session, Tape, intercepting_session
+from ._httpx import is_stream
 
 __all__ = ["AiohttpAdapter"]
 

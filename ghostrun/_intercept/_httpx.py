@@ -15,8 +15,8 @@ from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from types import ModuleType
 from typing import Any
 
-from ._cassette import Recording
-from ._session import RequestInfo, Session, Tape, intercepting_session
+from .._cassette import Recording
+from .._session import RequestInfo, Session, Tape, intercepting_session
 
 __all__ = ["wrap_routing"]
 

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from ._exceptions import UnsupportedHttpx
+from .._exceptions import UnsupportedHttpx
 
 __all__ = ["HTTPX_FAMILY", "acquire", "installed", "release"]
 
@@ -96,7 +96,7 @@ class HttpxFamilyAdapter:
         return True
 
     def install(self) -> Callable[[], None]:
-        from ._transports import wrap_routing
+        from ._httpx import wrap_routing
 
         lib = self.module
         originals = {c: c.__dict__["_transport_for_url"] for c in (lib.Client, lib.AsyncClient)}
