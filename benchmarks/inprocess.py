@@ -140,12 +140,14 @@ def _steps(lib: Any, prebuilt: Callable[[Any], Any]) -> dict[str, Callable[[], A
     """For each step, a context in which ghostrun's transport does only the work up to it."""
     import ghostrun._cassette as cassette
     import ghostrun._files as files
+    import ghostrun._intercept._engine as engine
     import ghostrun._intercept._httpx as transports
 
-    transport = transports._kit(lib).Transport
+    transport = transports.Transport
 
     def key(self: Any, request: Any) -> str:
-        return transports._describe(self.session, request, request.read()).key
+        describe = transports._describe(request)
+        return engine.Exchange(self.session, *describe, request.read()).info.key
 
     def path(self: Any, request: Any) -> str:
         return self.session._prefix + key(self, request) + ".json"

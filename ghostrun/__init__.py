@@ -11,7 +11,14 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ._config import configure
-from ._exceptions import CacheMiss, CassetteError, GhostrunError, JudgeUnavailable, UnsupportedHttpx
+from ._exceptions import (
+    CacheMiss,
+    CassetteError,
+    GhostrunError,
+    JudgeUnavailable,
+    UnlistedHostWarning,
+    UnsupportedHttpx,
+)
 from ._hosts import PROVIDER_HOSTS
 from ._modes import Mode
 from ._session import Session, session
@@ -73,6 +80,7 @@ __all__ = [
     "Session",
     "TestCaseMixin",
     "ToolCall",
+    "UnlistedHostWarning",
     "UnsupportedHttpx",
     "Verdict",
     "__version__",

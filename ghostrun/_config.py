@@ -24,6 +24,7 @@ class Settings:
     suite_mode: Mode | None = None  # set by the pytest plugin's flags
     cassette_dir: Path | None = None
     hosts: tuple[str, ...] = ()
+    ignore_urls: tuple[str, ...] = ()
     judge: Any = None
     on_judge_unavailable: Literal["error", "skip"] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
@@ -48,13 +49,15 @@ def configure(
     mode: Mode | str | None = _UNSET,
     cassette_dir: str | os.PathLike[str] | None = _UNSET,
     hosts: Iterable[str] | None = _UNSET,
+    ignore_urls: Iterable[str] | None = _UNSET,
     judge: Any = _UNSET,
     on_judge_unavailable: Literal["error", "skip"] | None = _UNSET,
 ) -> None:
     """Set suite-wide defaults; pass ``None`` to return one to its default.
 
     A mode set here is a mode written in code: a session's own ``mode=`` beats
-    it, and ``GHOSTRUN_MODE`` (or a pytest flag) beats both.
+    it, and ``GHOSTRUN_MODE`` (or a pytest flag) beats both. ``ignore_urls``
+    extends the telemetry URLs that are never recorded (see ``_telemetry``).
     """
     if mode is not _UNSET:
         settings.mode = None if mode is None else parse_mode(mode)
@@ -62,6 +65,8 @@ def configure(
         settings.cassette_dir = None if cassette_dir is None else Path(cassette_dir)
     if hosts is not _UNSET:
         settings.hosts = tuple(hosts or ())
+    if ignore_urls is not _UNSET:
+        settings.ignore_urls = tuple(ignore_urls or ())
     if judge is not _UNSET:
         settings.judge = judge
     if on_judge_unavailable is not _UNSET:

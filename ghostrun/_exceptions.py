@@ -8,12 +8,24 @@
             │                      version, or cannot be written
             ├── UnsupportedHttpx   an installed HTTP library lacks the hook we wrap
             └── JudgeUnavailable   the judge cannot be reached or cannot answer
+    UserWarning
+    └── UnlistedHostWarning    a request that looks like an LLM call passed through
+                               unrecorded: its host is not listed
 
 ``CacheMiss`` derives from ``BaseException`` on purpose, as pytest's own
 outcome exceptions do: SDKs (anthropic, groq) wrap any ``Exception`` from the
 transport in their connection error and retry it with backoff, and apps wrap
 LLM calls in ``except Exception`` fallbacks. Neither may turn a replay miss
 into a slow or silently green test.
+
+A cassette that cannot be written while recording (a read-only directory, a
+full disk, a failing ``redact=`` hook) raises its ordinary error, a
+``CassetteError``, but not from inside the transport: there it would be an
+``Exception`` raised by the HTTP layer, which those same SDKs wrap and retry,
+sending (and billing) the request again and again. The response that was
+received is handed on to the code under test, and the first write error is
+raised when the session exits, the way a swallowed ``CacheMiss`` is. A test
+therefore sees the write error once, after exactly one real request.
 """
 
 from __future__ import annotations
@@ -23,6 +35,7 @@ __all__ = [
     "CassetteError",
     "GhostrunError",
     "JudgeUnavailable",
+    "UnlistedHostWarning",
     "UnsupportedHttpx",
 ]
 
@@ -49,3 +62,11 @@ class JudgeUnavailable(GhostrunError):
 
 class CacheMiss(BaseException):
     """A request (or judge verdict) has no recording, and the mode forbids making it."""
+
+
+class UnlistedHostWarning(UserWarning):
+    """A request that looks like an LLM API call went to a host no session lists.
+
+    Said once per session; the fix is in the message: list the host with
+    ``hosts=[...]`` or ``GHOSTRUN_HOSTS``.
+    """

@@ -6,11 +6,12 @@ own copy). A thread with no session of its own (a worker pool) falls back to
 the global stack: the most recently opened session still open.
 
 This module decides (replay, record or miss) and keeps the counts; it does no
-HTTP. Writes are read-modify-writes under the cassette's lock (`ghostrun._lock`),
-and each session steps through its own run of a key (`ghostrun._cassette`,
-"Runs"), so sessions recording one request at once, in one process or many,
-lose no response and are never handed one twice. The transports in
-``_transports`` are thin shells around `Session.plan` and `Session.commit`.
+HTTP and imports no adapter. Writes are read-modify-writes under the cassette's
+lock (`ghostrun._lock`), and each session steps through its own run of a key
+(`ghostrun._cassette`, "Runs"), so sessions recording one request at once, in
+one process or many, lose no response and are never handed one twice. The
+engine in ``_intercept._engine`` drives `Session.describe`, `Session.plan` and
+`Session.commit` for every road.
 """
 
 from __future__ import annotations
@@ -35,8 +36,9 @@ from ._hosts import PROVIDER_HOSTS, HostMatcher
 from ._keys import canonical_body, canonical_url, match_key, split_field_paths
 from ._lock import cassette_lock
 from ._modes import Mode, parse_mode, resolve_mode
+from ._telemetry import TELEMETRY_URLS, UrlList
 
-__all__ = ["Session", "bypass_interception", "current_session", "session"]
+__all__ = ["Session", "bypass_interception", "current_session", "passing_through", "session"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 Redactor = Callable[[dict[str, Any]], dict[str, Any]]
@@ -58,17 +60,9 @@ def current_session() -> Session | None:
     return stack[-1] if stack else None
 
 
-def intercepting_session(host: str, port: int | None) -> Session | None:
-    """The governing session, if it intercepts this host (the routing hot path)."""
-    if _bypass.get():
-        return None
-    found = current_session()
-    if found is None:
-        return None
-    if found._matcher(host, port):
-        return found
-    found.passed_through += 1
-    return None
+def passing_through() -> bool:
+    """True inside `bypass_interception`: requests made here are not intercepted."""
+    return _bypass.get()
 
 
 @contextlib.contextmanager
@@ -106,29 +100,6 @@ class RequestInfo:
         return self._content_type
 
 
-class Tape:
-    """Collects a live stream's chunks and commits them once, however the stream ends.
-
-    Every HTTP library's adapter records streams through one of these, so a
-    stream that broke mid-way is stored the same way whichever library read it.
-    """
-
-    def __init__(
-        self, session: Session, info: RequestInfo, status: int, headers: list[tuple[str, str]]
-    ) -> None:
-        self.session, self.info, self.status, self.headers = session, info, status, headers
-        self.chunks: list[bytes] = []
-        self.done = False
-
-    def finish(self, error: BaseException | None = None) -> None:
-        if self.done:
-            return
-        self.done = True
-        broke = (type(error).__name__, str(error)) if error is not None else None
-        recording = Recording(self.status, self.headers, chunks=self.chunks, stream_error=broke)
-        self.session.commit(self.info, recording)
-
-
 class Session:
     """Record and replay the provider requests made inside it.
 
@@ -146,11 +117,14 @@ class Session:
         hosts: Iterable[str] = (),
         ignore_fields: Iterable[str] = (),
         redact: Redactor | None = None,
+        ignore_urls: Iterable[str] = (),
     ) -> None:
         if mode is not None:
             parse_mode(mode)  # an invalid mode fails here, where it was written
         hosts = (hosts,) if isinstance(hosts, str) else tuple(hosts)
         ignore_fields = (ignore_fields,) if isinstance(ignore_fields, str) else tuple(ignore_fields)
+        ignore_urls = (ignore_urls,) if isinstance(ignore_urls, str) else tuple(ignore_urls)
+        UrlList(ignore_urls)  # an entry that names no path fails here, where it was written
         self._arguments: dict[str, Any] = {
             "mode": mode,
             "cassette_dir": cassette_dir,
@@ -158,6 +132,7 @@ class Session:
             "hosts": hosts,
             "ignore_fields": ignore_fields,
             "redact": redact,
+            "ignore_urls": ignore_urls,
         }
         self._code_mode = mode
         self._code_cassette_dir = cassette_dir
@@ -165,6 +140,7 @@ class Session:
         self.hosts = tuple(hosts)
         self.ignore_fields = tuple(ignore_fields)
         self.redact = redact
+        self.ignore_urls = ignore_urls
         self.replayed = 0
         self.recorded = 0
         self.passed_through = 0
@@ -188,6 +164,9 @@ class Session:
         self._recorded_here: dict[str, int] = {}
         self._transient_at: dict[str, int] = {}  # per key: where it last wrote a 429/5xx
         self._unraised: list[CacheMiss] = []
+        self._write_errors: list[Exception] = []
+        self._warned_unlisted = False
+        self._telemetry = UrlList(TELEMETRY_URLS + settings.ignore_urls + self.ignore_urls)
 
     def __repr__(self) -> str:
         return (
@@ -225,11 +204,14 @@ class Session:
             if self._depth:
                 return
             unraised, self._unraised = self._unraised, []
+            write_errors, self._write_errors = self._write_errors, []
         from . import _runlog
 
         _runlog.session_closed(self)
         if unraised and not _carries_miss(exc):
             raise unraised[0] from exc
+        if write_errors and exc is not write_errors[0]:
+            raise write_errors[0]  # the block's own error, if any, is its __context__
 
     async def __aenter__(self) -> Session:
         return self.__enter__()
@@ -418,6 +400,19 @@ class Session:
             # The hook may not reintroduce a secret.
             entry = redact_entry(entry if scrubbed is None else scrubbed, secrets)
         return entry
+
+    def write_failed(self, exc: Exception) -> None:
+        """A response could not be written: handed on anyway, ``exc`` raised at exit.
+
+        See ``_exceptions``: raised inside a transport, it would be retried.
+        """
+        with self._lock:
+            if not self._write_errors:
+                exc.add_note(
+                    "ghostrun: raised when the session closed. The response was handed on "
+                    "to the code under test unrecorded, so that no SDK retried the request."
+                )
+            self._write_errors.append(exc)
 
     def forbid(self, what: str) -> CacheMiss:
         """A miss for traffic that cannot be recorded at all, refused in replay mode."""

@@ -21,6 +21,7 @@ EXPECTED = {
     "Session",
     "TestCaseMixin",
     "ToolCall",
+    "UnlistedHostWarning",
     "UnsupportedHttpx",
     "Verdict",
     "__version__",

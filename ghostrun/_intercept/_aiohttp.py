@@ -8,13 +8,22 @@ request's own middlewares stay in front of it, as they are in front of the
 network. aiohttp itself still builds the URL, headers, cookies and body,
 follows redirects and applies timeouts and ``raise_for_status``.
 
-For a provider host the middleware turns the final `ClientRequest` into a
-`RequestInfo` (the same key as httpx's), and either answers it from the
-cassette or sends it and records what comes back. Either way the caller gets
-a real ``ClientResponse`` whose ``content`` is a ``StreamReader`` fed one
-chunk per wait, so a stream replays in the recorded chunks and a live stream
-is recorded chunk by chunk as the client reads it. ``import ghostrun`` never
-imports aiohttp: `AiohttpAdapter.check` does, once a session opens.
+For a provider host the `Middleware` turns the final `ClientRequest` into the
+engine's terms (the same key as httpx's) and the engine's answer into a real
+``ClientResponse`` whose ``content`` is a ``StreamReader`` fed one chunk per
+wait, so a stream replays in the recorded chunks and a live stream is
+recorded chunk by chunk as the client reads it. Inside an outer layer's real
+send (litellm's and ``openai.DefaultAioHttpClient``'s httpx transports call
+aiohttp) the engine's `route` says pass through: that layer records.
+
+The body handed on is always decoded, without ``content-encoding``, when
+recording and when replaying, also for a request made with
+``auto_decompress=False`` (which leaves aiohttp's body compressed): the
+middleware decodes it itself. That is a response any server may send (the
+identity encoding), so code that decodes by ``content-encoding`` reads it
+right; a cassette stores bodies decoded, so it is the one response replay can
+give back exactly. ``import ghostrun`` never imports aiohttp:
+`AiohttpAdapter.check` does, once a session opens.
 """
 
 from __future__ import annotations
@@ -26,19 +35,21 @@ import inspect
 from collections.abc import Callable, Iterable
 from http import HTTPStatus
 from types import ModuleType
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from .._cassette import Recording
 from .._exceptions import UnsupportedHttpx
 from .._modes import Mode
-from .._session import RequestInfo, Session, Tape, intercepting_session
-from ._httpx import is_stream
+from ._engine import Decoder, Exchange, Tape, decoder, is_stream, route
 
-__all__ = ["AiohttpAdapter"]
+__all__ = ["AiohttpAdapter", "Middleware"]
 
-_DROPPED_HEADERS = frozenset({"content-length", "content-encoding", "transfer-encoding"})
 _RESPONSE_ARGS = ("writer", "continue100", "timer", "request_info", "traces", "loop", "session")
 _READ_LIMIT = 2**16
+
+
+def adapters() -> list[AiohttpAdapter]:
+    return [AiohttpAdapter()]
 
 
 class AiohttpAdapter:
@@ -63,7 +74,8 @@ class AiohttpAdapter:
     def install(self) -> Callable[[], None]:
         cls = self.module.ClientSession
         original = cls.__dict__["_request"]
-        cls._request = _wrap_request(original, _kit(self.module).middleware)
+        kit = Kit.of(self.module)
+        cls._request = _wrap_request(original, Middleware(kit, True), Middleware(kit, False))
 
         def restore() -> None:
             cls._request = original
@@ -92,29 +104,36 @@ def _takes_keyword(fn: Callable[..., Any], name: str) -> bool:
     return any(p.name == name or p.kind is p.VAR_KEYWORD for p in params)
 
 
-def _wrap_request(original: Callable[..., Any], middleware: Any) -> Any:
+def _wrap_request(original: Callable[..., Any], decoded: Middleware, raw: Middleware) -> Any:
+    """``ClientSession._request`` with our middleware last (``raw``: auto_decompress=False)."""
+
     @functools.wraps(original)
     async def _request(self: Any, method: str, str_or_url: Any, **kwargs: Any) -> Any:
         chain = kwargs.get("middlewares")
         if chain is None:
             chain = getattr(self, "_middlewares", None) or ()
-        kwargs["middlewares"] = (*chain, middleware)
+        auto_decompress = kwargs.get("auto_decompress")
+        if auto_decompress is None:
+            auto_decompress = getattr(self, "_auto_decompress", True)
+        kwargs["middlewares"] = (*chain, decoded if auto_decompress else raw)
         return await original(self, method, str_or_url, **kwargs)
 
     return _request
 
 
-def _describe(session: Session, request: Any, body: bytes) -> RequestInfo:
+def _describe(request: Any) -> tuple[str, tuple[str, str, int | None, str, str], Any]:
     url = request.url
     parts = (url.scheme, url.host or "", url.explicit_port, url.path, url.raw_query_string)
-    headers = [(name.lower(), value) for name, value in request.headers.items()]
-    return session.describe(request.method, parts, headers, body)
+    return request.method, parts, _pairs(request.headers)
 
 
-def _live_headers(headers: Any) -> list[tuple[str, str]]:
-    """Response headers as handed on: the body is decoded, so its framing headers go."""
-    pairs = ((name.lower(), value) for name, value in headers.items())
-    return [(name, value) for name, value in pairs if name not in _DROPPED_HEADERS]
+def _pairs(headers: Any) -> list[tuple[str, str]]:
+    return [(name.lower(), value) for name, value in headers.items()]
+
+
+async def _body_of(request: Any) -> bytes:
+    body = request.body
+    return b"" if isinstance(body, bytes) else bytes(await body.as_bytes())
 
 
 def _reason(status: int) -> str:
@@ -139,88 +158,82 @@ class _Wire:
 _WIRE = _Wire()
 
 
-@functools.cache
-def _kit(aiohttp: ModuleType) -> Any:
-    """Build the middleware and its stream readers for the installed aiohttp."""
-    from multidict import CIMultiDict, CIMultiDictProxy
+class Middleware:
+    """The client middleware: answer a provider request from the cassette, or send and record.
 
-    takes_stream_writer = "stream_writer" in inspect.signature(aiohttp.ClientResponse).parameters
+    ``decoded``: aiohttp decodes the live body (its default); False for a
+    request made with ``auto_decompress=False``, whose body this decodes.
+    """
 
-    def stream_error(error: tuple[str, str]) -> BaseException:
-        cls = getattr(aiohttp, error[0], None)
-        kinds = (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError)
-        if not (isinstance(cls, type) and issubclass(cls, kinds)):
-            cls = aiohttp.ClientPayloadError
-        exc: BaseException = cls(error[1])
-        return exc
+    __slots__ = ("decoded", "kit")
 
-    class ChunkReader(aiohttp.StreamReader):  # type: ignore[misc, name-defined]
-        """A StreamReader that gets its next chunk by calling `pull` instead of waiting."""
+    def __init__(self, kit: Kit, decoded: bool) -> None:
+        self.kit, self.decoded = kit, decoded
 
-        def __init__(self, loop: Any) -> None:
-            super().__init__(_WIRE, _READ_LIMIT, loop=loop)
-            self.begin_http_chunk_receiving()  # so iter_chunks() sees the chunk boundaries
+    async def __call__(self, req: Any, handler: Any) -> Any:
+        url = req.url
+        session = route(url.host or "", url.explicit_port, url)
+        if session is None:
+            return await handler(req)
+        if "upgrade" in req.headers:  # a websocket (a realtime API): not an exchange to record
+            if session.mode is Mode.REPLAY:
+                raise session.forbid(f"a WebSocket connection to {url}")
+            return await handler(req)
+        exchange = Exchange(session, *_describe(req), await _body_of(req))
+        recording = exchange.replay()
+        if recording is not None:
+            return self.kit.replayed(req, recording)
+        with exchange.sending():
+            live = await handler(req)
+        return await self.kit.record(req, exchange, live, self.decoded)
 
-        def give(self, chunk: bytes) -> None:
-            self.feed_data(chunk)
-            self.end_http_chunk_receiving()
 
-        def fail(self, exc: BaseException) -> NoReturn:
-            aiohttp.StreamReader.set_exception(self, exc)
-            raise exc
+class Kit:
+    """What the middleware needs of the installed aiohttp, looked up once.
 
-        async def _wait(self, func_name: str) -> None:
-            await self.pull()
+    ``content`` must be an ``aiohttp.StreamReader``, so the readers below get
+    a subclass of it each (their code is here, once).
+    """
 
-        async def pull(self) -> None:
-            raise NotImplementedError
+    def __init__(self, aiohttp: ModuleType) -> None:
+        from multidict import CIMultiDict, CIMultiDictProxy
 
-    class ReplayReader(ChunkReader):
-        """Hands out the recorded chunks one per wait, then the end or the recorded break."""
+        self.aiohttp = aiohttp
+        self.proxy, self.multidict = CIMultiDictProxy, CIMultiDict
+        params = inspect.signature(aiohttp.ClientResponse).parameters
+        self.takes_stream_writer = "stream_writer" in params
+        base = (aiohttp.StreamReader,)
+        self.ReplayReader = type("ReplayReader", (ReplayReader, *base), {"__module__": __name__})
+        self.RelayReader = type("RelayReader", (RelayReader, *base), {"__module__": __name__})
 
-        def __init__(self, chunks: Iterable[bytes], error: Any, loop: Any) -> None:
-            super().__init__(loop)
-            self.chunks = iter([chunk for chunk in chunks if chunk])
-            self.error = error
+    @staticmethod
+    @functools.cache
+    def of(aiohttp: ModuleType) -> Kit:
+        return Kit(aiohttp)
 
-        async def pull(self) -> None:
-            chunk = next(self.chunks, None)
-            if chunk is not None:
-                self.give(chunk)
-            elif self.error is not None:
-                self.fail(stream_error(self.error))
-            else:
-                self.feed_eof()
+    def replayed(self, req: Any, recording: Recording, reason: str | None = None) -> Any:
+        chunks = recording.chunks if recording.chunks is not None else [recording.body]
+        reader = self.ReplayReader(self, chunks, recording.stream_error, req.loop)
+        status = recording.status
+        return self.response(req, status, reason or _reason(status), recording.headers, reader)
 
-    class RelayReader(ChunkReader):
-        """Passes a live stream on chunk by chunk, taping each chunk for the cassette."""
-
-        def __init__(self, live: Any, tape: Tape, loop: Any) -> None:
-            super().__init__(loop)
-            self.live, self.tape = live, tape
-
-        async def pull(self) -> None:
-            try:
-                chunk, end_of_chunk = await self.live.content.readchunk()
-            except aiohttp.ClientError as exc:  # the stream broke: record the break
-                self.tape.finish(exc)
-                self.live.close()
-                self.fail(exc)
-            if chunk:
-                self.tape.chunks.append(chunk)
-                self.give(chunk)
-            elif not end_of_chunk:  # (b"", False) is the end of the stream
-                self.tape.finish()
-                self.feed_eof()
-
-        def set_exception(self, exc: BaseException, *args: Any, **kwargs: Any) -> None:
-            """The response was released or closed before the end: keep what arrived."""
-            super().set_exception(exc, *args, **kwargs)
-            self.tape.finish()
-            self.live.close()
+    async def record(self, req: Any, exchange: Exchange, live: Any, decoded: bool) -> Any:
+        headers = _pairs(live.headers)
+        decode = None if decoded else decoder(live.headers.get("content-encoding", ""))
+        if is_stream(live.headers.get("content-type", "")):
+            tape = exchange.tape(live.status, headers)
+            relay = self.RelayReader(self, live, tape, decode, req.loop)
+            return self.response(req, live.status, live.reason or "", tape.headers, relay)
+        try:
+            body = await live.read()
+        finally:
+            live.release()
+        if decode is not None:
+            body = decode.whole(body)
+        return self.replayed(req, exchange.record(live.status, headers, body), live.reason)
 
     def response(
-        req: Any, status: int, reason: str, headers: list[tuple[str, str]], content: Any
+        self, req: Any, status: int, reason: str, headers: list[tuple[str, str]], content: Any
     ) -> Any:
         """A real ClientResponse for `req`, as if it had just read status and headers."""
         kwargs: dict[str, Any] = {
@@ -232,12 +245,12 @@ def _kit(aiohttp: ModuleType) -> Any:
             "loop": req.loop,
             "session": getattr(req, "_session", None),
         }
-        if takes_stream_writer:
+        if self.takes_stream_writer:
             kwargs["stream_writer"] = _SentWriter()
         resp = req.response_class(req.method, req.original_url, **kwargs)
-        resp.version = aiohttp.HttpVersion11
+        resp.version = self.aiohttp.HttpVersion11
         resp.status, resp.reason = status, reason
-        resp._headers = CIMultiDictProxy(CIMultiDict(headers))
+        resp._headers = self.proxy(self.multidict(headers))
         resp._raw_headers = tuple((k.encode(), v.encode()) for k, v in headers)
         cookies = tuple(value for name, value in headers if name == "set-cookie")
         resp._raw_cookie_headers = cookies or None
@@ -246,49 +259,98 @@ def _kit(aiohttp: ModuleType) -> Any:
         content.on_eof(resp._response_eof)
         return resp
 
-    def replayed(req: Any, recording: Recording, reason: str | None = None) -> Any:
-        chunks = recording.chunks if recording.chunks is not None else [recording.body]
-        reader = ReplayReader(chunks, recording.stream_error, req.loop)
-        status = recording.status
-        return response(req, status, reason or _reason(status), recording.headers, reader)
+    def stream_error(self, error: tuple[str, str]) -> BaseException:
+        """The recorded break as aiohttp's own exception."""
+        aiohttp = self.aiohttp
+        cls = getattr(aiohttp, error[0], None)
+        kinds = (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError)
+        if not (isinstance(cls, type) and issubclass(cls, kinds)):
+            cls = aiohttp.ClientPayloadError
+        exc: BaseException = cls(error[1])
+        return exc
 
-    async def body_of(req: Any) -> bytes:
-        body = req.body
-        return b"" if isinstance(body, bytes) else bytes(await body.as_bytes())
 
-    async def middleware(req: Any, handler: Any) -> Any:
-        """Answer a provider request from the cassette, or send it and record the answer."""
-        session = intercepting_session(req.url.host or "", req.url.explicit_port)
-        if session is None:
-            return await handler(req)
-        if "upgrade" in req.headers:  # a websocket (a realtime API): not an exchange to record
-            if session.mode is Mode.REPLAY:
-                raise session.forbid(f"a WebSocket connection to {req.url}")
-            return await handler(req)
-        info = _describe(session, req, await body_of(req))
-        recording = session.plan(info)
-        if recording is not None:
-            return replayed(req, recording)
-        live = await handler(req)
-        headers = _live_headers(live.headers)
-        if is_stream(live.headers.get("content-type", "")):
-            tape = Tape(session, info, live.status, headers)
-            relay = RelayReader(live, tape, req.loop)
-            return response(req, live.status, live.reason or "", headers, relay)
+class ChunkReader:
+    """A StreamReader that gets its next chunk by calling `pull` instead of waiting."""
+
+    kit: Kit
+
+    def __init__(self, kit: Kit, loop: Any) -> None:
+        self.kit = kit
+        super().__init__(_WIRE, _READ_LIMIT, loop=loop)  # type: ignore[call-arg]
+        self.begin_http_chunk_receiving()  # so iter_chunks() sees the chunk boundaries
+
+    def give(self, chunk: bytes) -> None:
+        self.feed_data(chunk)
+        self.end_http_chunk_receiving()
+
+    def fail(self, exc: BaseException) -> NoReturn:
+        self.kit.aiohttp.StreamReader.set_exception(self, exc)
+        raise exc
+
+    async def _wait(self, func_name: str) -> None:
+        await self.pull()
+
+    async def pull(self) -> None:
+        raise NotImplementedError
+
+    # aiohttp.StreamReader's, for the type checker (the real ones come from the subclass)
+    if TYPE_CHECKING:
+
+        def begin_http_chunk_receiving(self) -> None: ...
+        def end_http_chunk_receiving(self) -> None: ...
+        def feed_data(self, data: bytes) -> None: ...
+        def feed_eof(self) -> None: ...
+        def set_exception(self, exc: BaseException, *args: Any, **kwargs: Any) -> None: ...
+
+
+class ReplayReader(ChunkReader):
+    """Hands out the recorded chunks one per wait, then the end or the recorded break."""
+
+    def __init__(self, kit: Kit, chunks: Iterable[bytes], error: Any, loop: Any) -> None:
+        super().__init__(kit, loop)
+        self.chunks = iter([chunk for chunk in chunks if chunk])
+        self.error = error
+
+    async def pull(self) -> None:
+        chunk = next(self.chunks, None)
+        if chunk is not None:
+            self.give(chunk)
+        elif self.error is not None:
+            self.fail(self.kit.stream_error(self.error))
+        else:
+            self.feed_eof()
+
+
+class RelayReader(ChunkReader):
+    """Passes a live stream on chunk by chunk (decoded), taping each chunk for the cassette."""
+
+    def __init__(self, kit: Kit, live: Any, tape: Tape, decode: Decoder | None, loop: Any) -> None:
+        super().__init__(kit, loop)
+        self.live, self.tape, self.decode = live, tape, decode
+
+    async def pull(self) -> None:
         try:
-            body = await live.read()
-        finally:
-            live.release()
-        recording = Recording(live.status, headers, body)
-        session.commit(info, recording)
-        return replayed(req, recording, live.reason)
+            chunk, end_of_chunk = await self.live.content.readchunk()
+        except self.kit.aiohttp.ClientError as exc:  # the stream broke: record the break
+            self.tape.finish(exc)
+            self.live.close()
+            self.fail(exc)
+        end = not chunk and not end_of_chunk  # (b"", False) is the end of the stream
+        if self.decode is not None:
+            chunk = self.decode.decode(chunk) + (self.decode.flush() if end else b"")
+        if chunk:
+            self.tape.chunks.append(chunk)
+            self.give(chunk)
+        if end:
+            self.tape.finish()
+            self.feed_eof()
 
-    class Kit:
-        pass
-
-    kit = Kit()
-    kit.middleware = middleware  # type: ignore[attr-defined]
-    return kit
+    def set_exception(self, exc: BaseException, *args: Any, **kwargs: Any) -> None:
+        """The response was released or closed before the end: keep what arrived."""
+        super().set_exception(exc, *args, **kwargs)
+        self.tape.finish()
+        self.live.close()
 
 
 class _SentWriter:

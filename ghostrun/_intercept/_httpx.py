@@ -1,59 +1,133 @@
-"""The record/replay transport for the httpx family (httpx and httpx2).
+"""The httpx family (httpx 0.2x and httpx2 2.x): the road most SDKs take (DESIGN §1).
 
-Patching ``_transport_for_url`` is only the routing hook: for a request to a
-provider host it returns a `Transport` wrapping the real one. The transport
-converts the request to a `RequestInfo`, asks the session for a plan, and
-either builds a response from the recording or sends the request for real
-and records what comes back. Both libraries share this code: their classes
-have the same names, so each gets its own subclasses, built once.
+The hook is ``Client._transport_for_url`` and ``AsyncClient._transport_for_url``:
+for a request to a provider host it returns a `Transport` (or
+`AsyncTransport`) in front of the real one, so clients built before or inside
+a session, by any SDK, are covered. The transports only convert: an httpx
+request into the engine's terms, the engine's `Recording` into an httpx
+response. Both libraries share these classes; what differs between them (the
+response and stream classes, the exception tree) is looked up once per
+library in a `Flavor`.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from types import ModuleType
 from typing import Any
 
 from .._cassette import Recording
-from .._session import RequestInfo, Session, Tape, intercepting_session
+from .._exceptions import UnsupportedHttpx
+from .._session import Session
+from ._engine import Exchange, Tape, is_stream, route
 
-__all__ = ["wrap_routing"]
+__all__ = ["HTTPX_FAMILY", "AsyncTransport", "Flavor", "HttpxFamilyAdapter", "Transport"]
 
-_DROPPED_HEADERS = frozenset({"content-length", "content-encoding", "transfer-encoding"})
-_STREAM_TYPES = ("text/event-stream", "ndjson", "jsonl")
+HTTPX_FAMILY = ("httpx", "httpx2")
 
 
-def wrap_routing(lib: ModuleType, original: Callable[..., Any], *, is_async: bool) -> Any:
+def adapters() -> list[HttpxFamilyAdapter]:
+    return [HttpxFamilyAdapter(name) for name in HTTPX_FAMILY]
+
+
+class HttpxFamilyAdapter:
+    """Wraps ``Client._transport_for_url`` and ``AsyncClient._transport_for_url``."""
+
+    def __init__(self, module_name: str) -> None:
+        self.module_name = module_name
+        self.module: Any = None
+
+    def check(self) -> bool:
+        try:
+            self.module = importlib.import_module(self.module_name)
+        except ImportError:
+            return False
+        for cls_name in ("Client", "AsyncClient"):
+            cls = getattr(self.module, cls_name, None)
+            if cls is None or not callable(cls.__dict__.get("_transport_for_url")):
+                version = getattr(self.module, "__version__", "?")
+                raise UnsupportedHttpx(
+                    f"{self.module_name} {version} has no {cls_name}._transport_for_url, the "
+                    "hook ghostrun wraps, so its requests cannot be intercepted. Install a "
+                    f"supported {self.module_name} (httpx 0.2x or httpx2 2.x)."
+                )
+        return True
+
+    def install(self) -> Callable[[], None]:
+        lib = self.module
+        flavor = Flavor.of(lib)
+        originals = {c: c.__dict__["_transport_for_url"] for c in (lib.Client, lib.AsyncClient)}
+        lib.Client._transport_for_url = _routing(originals[lib.Client], flavor, Transport)
+        lib.AsyncClient._transport_for_url = _routing(
+            originals[lib.AsyncClient], flavor, AsyncTransport
+        )
+
+        def restore() -> None:
+            for cls, original in originals.items():
+                cls._transport_for_url = original
+
+        return restore
+
+
+def _routing(original: Callable[..., Any], flavor: Flavor, wrapper: type[Any]) -> Any:
     """A ``_transport_for_url`` that puts our transport in front of provider hosts."""
-    kit = _kit(lib)
-    wrapper_cls = kit.AsyncTransport if is_async else kit.Transport
 
     @functools.wraps(original)
     def _transport_for_url(self: Any, url: Any) -> Any:
         transport = original(self, url)
-        session = intercepting_session(url.host, url.port)
+        session = route(url.host, url.port, url)
         if session is None:
             return transport
-        return wrapper_cls(transport, session)
+        return wrapper(flavor, transport, session)
 
     return _transport_for_url
 
 
-def is_stream(content_type: str) -> bool:
-    ctype = content_type.lower()
-    return any(kind in ctype for kind in _STREAM_TYPES)
+# -- the transports ------------------------------------------------------------------
 
 
-def live_headers(headers: Any) -> list[tuple[str, str]]:
-    """Response headers as handed on: the body is decoded, so its framing headers go."""
-    return [(k, v) for k, v in headers.multi_items() if k not in _DROPPED_HEADERS]
+class Transport:
+    """In front of a sync transport to a provider host: replay, or send and record."""
+
+    __slots__ = ("flavor", "inner", "session")
+
+    def __init__(self, flavor: Flavor, inner: Any, session: Session) -> None:
+        self.flavor, self.inner, self.session = flavor, inner, session
+
+    def handle_request(self, request: Any) -> Any:
+        exchange = Exchange(self.session, *_describe(request), request.read())
+        recording = exchange.replay()
+        if recording is not None:
+            return self.flavor.replayed(recording)
+        with exchange.sending():
+            response = self.inner.handle_request(request)
+        return self.flavor.record(exchange, response)
 
 
-def _describe(session: Session, request: Any, body: bytes) -> RequestInfo:
+class AsyncTransport:
+    """In front of an async transport to a provider host: replay, or send and record."""
+
+    __slots__ = ("flavor", "inner", "session")
+
+    def __init__(self, flavor: Flavor, inner: Any, session: Session) -> None:
+        self.flavor, self.inner, self.session = flavor, inner, session
+
+    async def handle_async_request(self, request: Any) -> Any:
+        exchange = Exchange(self.session, *_describe(request), await request.aread())
+        recording = exchange.replay()
+        if recording is not None:
+            return self.flavor.replayed(recording)
+        with exchange.sending():
+            response = await self.inner.handle_async_request(request)
+        return await self.flavor.arecord(exchange, response)
+
+
+def _describe(request: Any) -> tuple[str, tuple[str, str, int | None, str, str], _HeaderPairs]:
     url = request.url
     parts = (url.scheme, url.host, url.port, url.path, url.query.decode("ascii", "replace"))
-    return session.describe(request.method, parts, _HeaderPairs(request.headers), body)
+    return request.method, parts, _HeaderPairs(request.headers)
 
 
 class _HeaderPairs(Sequence[tuple[str, str]]):
@@ -80,154 +154,158 @@ class _HeaderPairs(Sequence[tuple[str, str]]):
         return iter(self._list())
 
 
-def _tape(session: Session, info: RequestInfo, response: Any) -> Tape:
-    return Tape(session, info, response.status_code, live_headers(response.headers))
+# -- one library's classes -----------------------------------------------------------
 
 
-@functools.cache
-def _kit(lib: ModuleType) -> Any:
-    """Build the transport and stream classes for one httpx-family library."""
+class Flavor:
+    """What the transports need of one httpx-family library, looked up once.
 
-    def replayed(recording: Recording, tag: str = "replayed") -> Any:
-        if recording.chunks is not None:
-            stream: Any = ReplayStream(recording.chunks, recording.stream_error)
-        elif recording.stream_error is not None:
-            stream = ReplayStream(
-                [recording.body] if recording.body else [], recording.stream_error
-            )
-        else:
-            stream = lib.ByteStream(recording.body)
-        return lib.Response(
-            recording.status,
-            headers=recording.headers,
-            stream=stream,
-            extensions={"ghostrun": tag},
+    httpx reads a response's stream only if it is an instance of the library's
+    own ``SyncByteStream`` / ``AsyncByteStream``, so each library gets
+    subclasses of the stream classes below (their code is here, once).
+    """
+
+    def __init__(self, lib: ModuleType) -> None:
+        self.Response = lib.Response
+        self.ByteStream = lib.ByteStream
+        self.TransportError = lib.TransportError
+        self.RemoteProtocolError = lib.RemoteProtocolError
+        self.lib = lib
+        base = {"__module__": __name__, "__slots__": ()}
+        sync, both = (lib.SyncByteStream,), (lib.SyncByteStream, lib.AsyncByteStream)
+        self.ReplayStream = type("ReplayStream", (ReplayStream, *both), base)
+        self.RecordingStream = type("RecordingStream", (RecordingStream, *sync), base)
+        self.AsyncRecordingStream = type(
+            "AsyncRecordingStream", (AsyncRecordingStream, lib.AsyncByteStream), base
         )
 
-    def stream_error(error: tuple[str, str]) -> BaseException:
-        cls = getattr(lib, error[0], None)
-        if not (isinstance(cls, type) and issubclass(cls, lib.TransportError)):
-            cls = lib.RemoteProtocolError
-        exc: BaseException = cls(error[1])
-        return exc
+    @staticmethod
+    @functools.cache
+    def of(lib: ModuleType) -> Flavor:
+        return Flavor(lib)
 
-    class ReplayStream(lib.SyncByteStream, lib.AsyncByteStream):  # type: ignore[misc, name-defined]
-        """Hands back the recorded chunks one by one, then the recorded break, if any."""
+    def replayed(self, recording: Recording, tag: str = "replayed") -> Any:
+        if recording.chunks is not None or recording.stream_error is not None:
+            chunks = recording.chunks
+            if chunks is None:
+                chunks = [recording.body] if recording.body else []
+            stream: Any = self.ReplayStream(self, chunks, recording.stream_error)
+        else:
+            stream = self.ByteStream(recording.body)
+        return self.Response(
+            recording.status, headers=recording.headers, stream=stream, extensions={"ghostrun": tag}
+        )
 
-        def __init__(self, chunks: list[bytes], error: tuple[str, str] | None) -> None:
-            self.chunks = chunks
-            self.error = error
+    def record(self, exchange: Exchange, response: Any) -> Any:
+        headers = response.headers.multi_items()
+        if is_stream(response.headers.get("content-type", "")):
+            tape = exchange.tape(response.status_code, headers)
+            stream = self.RecordingStream(self, response, tape)
+            return self._handed_on(response, tape.headers, stream)
+        try:
+            body = response.read()  # decoded by the library
+        finally:
+            response.close()
+        recording = exchange.record(response.status_code, headers, body)
+        return self._handed_on(response, recording.headers, self.ByteStream(body))
 
-        def __iter__(self) -> Iterator[bytes]:
-            yield from self.chunks
-            if self.error:
-                raise stream_error(self.error)
+    async def arecord(self, exchange: Exchange, response: Any) -> Any:
+        headers = response.headers.multi_items()
+        if is_stream(response.headers.get("content-type", "")):
+            tape = exchange.tape(response.status_code, headers)
+            stream = self.AsyncRecordingStream(self, response, tape)
+            return self._handed_on(response, tape.headers, stream)
+        try:
+            body = await response.aread()
+        finally:
+            await response.aclose()
+        recording = exchange.record(response.status_code, headers, body)
+        return self._handed_on(response, recording.headers, self.ByteStream(body))
 
-        async def __aiter__(self) -> AsyncIterator[bytes]:
-            for chunk in self.chunks:
-                yield chunk
-            if self.error:
-                raise stream_error(self.error)
-
-    class RecordingStream(lib.SyncByteStream):  # type: ignore[misc, name-defined]
-        def __init__(self, response: Any, tape: Tape) -> None:
-            self.response, self.tape = response, tape
-
-        def __iter__(self) -> Iterator[bytes]:
-            tape = self.tape
-            try:
-                for chunk in self.response.iter_bytes():
-                    tape.chunks.append(chunk)
-                    yield chunk
-            except lib.TransportError as exc:
-                tape.finish(exc)
-                raise
-            tape.finish()
-
-        def close(self) -> None:
-            try:
-                self.response.close()
-            finally:
-                self.tape.finish()
-
-    class AsyncRecordingStream(lib.AsyncByteStream):  # type: ignore[misc, name-defined]
-        def __init__(self, response: Any, tape: Tape) -> None:
-            self.response, self.tape = response, tape
-
-        async def __aiter__(self) -> AsyncIterator[bytes]:
-            tape = self.tape
-            try:
-                async for chunk in self.response.aiter_bytes():
-                    tape.chunks.append(chunk)
-                    yield chunk
-            except lib.TransportError as exc:
-                tape.finish(exc)
-                raise
-            tape.finish()
-
-        async def aclose(self) -> None:
-            try:
-                await self.response.aclose()
-            finally:
-                self.tape.finish()
-
-    def recorded(response: Any, stream: Any, headers: list[tuple[str, str]] | None = None) -> Any:
-        return lib.Response(
+    def _handed_on(self, response: Any, headers: list[tuple[str, str]], stream: Any) -> Any:
+        return self.Response(
             response.status_code,
-            headers=live_headers(response.headers) if headers is None else headers,
+            headers=headers,
             stream=stream,
             extensions={**response.extensions, "ghostrun": "recorded"},
         )
 
-    def whole(session: Session, info: RequestInfo, response: Any, body: bytes) -> Any:
-        headers = live_headers(response.headers)
-        session.commit(info, Recording(response.status_code, headers, body))
-        return recorded(response, lib.ByteStream(body), headers)
+    def stream_error(self, error: tuple[str, str]) -> BaseException:
+        """The recorded break as the library's own exception (a `TransportError`)."""
+        cls = getattr(self.lib, error[0], None)
+        if not (isinstance(cls, type) and issubclass(cls, self.TransportError)):
+            cls = self.RemoteProtocolError
+        exc: BaseException = cls(error[1])
+        return exc
 
-    class Transport(lib.BaseTransport):  # type: ignore[misc, name-defined]
-        def __init__(self, inner: Any, session: Session) -> None:
-            self.inner, self.session = inner, session
 
-        def handle_request(self, request: Any) -> Any:
-            session = self.session
-            info = _describe(session, request, request.read())
-            recording = session.plan(info)
-            if recording is not None:
-                return replayed(recording)
-            response = self.inner.handle_request(request)
-            if is_stream(response.headers.get("content-type", "")):
-                return recorded(response, RecordingStream(response, _tape(session, info, response)))
-            try:
-                body = response.read()
-            finally:
-                response.close()
-            return whole(session, info, response, body)
+class ReplayStream:
+    """Hands back the recorded chunks one by one, then the recorded break, if any."""
 
-    class AsyncTransport(lib.AsyncBaseTransport):  # type: ignore[misc, name-defined]
-        def __init__(self, inner: Any, session: Session) -> None:
-            self.inner, self.session = inner, session
+    __slots__ = ("chunks", "error", "flavor")
 
-        async def handle_async_request(self, request: Any) -> Any:
-            session = self.session
-            info = _describe(session, request, await request.aread())
-            recording = session.plan(info)
-            if recording is not None:
-                return replayed(recording)
-            response = await self.inner.handle_async_request(request)
-            if is_stream(response.headers.get("content-type", "")):
-                return recorded(
-                    response, AsyncRecordingStream(response, _tape(session, info, response))
-                )
-            try:
-                body = await response.aread()
-            finally:
-                await response.aclose()
-            return whole(session, info, response, body)
+    def __init__(self, flavor: Flavor, chunks: list[bytes], error: tuple[str, str] | None) -> None:
+        self.flavor, self.chunks, self.error = flavor, chunks, error
 
-    class Kit:
-        pass
+    def __iter__(self) -> Iterator[bytes]:
+        yield from self.chunks
+        if self.error:
+            raise self.flavor.stream_error(self.error)
 
-    kit = Kit()
-    kit.Transport = Transport  # type: ignore[attr-defined]
-    kit.AsyncTransport = AsyncTransport  # type: ignore[attr-defined]
-    return kit
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for chunk in self.chunks:
+            yield chunk
+        if self.error:
+            raise self.flavor.stream_error(self.error)
+
+
+class RecordingStream:
+    """Passes a live sync stream on chunk by chunk, taping each chunk for the cassette."""
+
+    __slots__ = ("flavor", "response", "tape")
+
+    def __init__(self, flavor: Flavor, response: Any, tape: Tape) -> None:
+        self.flavor, self.response, self.tape = flavor, response, tape
+
+    def __iter__(self) -> Iterator[bytes]:
+        tape = self.tape
+        try:
+            for chunk in self.response.iter_bytes():
+                tape.chunks.append(chunk)
+                yield chunk
+        except self.flavor.TransportError as exc:
+            tape.finish(exc)
+            raise
+        tape.finish()
+
+    def close(self) -> None:
+        try:
+            self.response.close()
+        finally:
+            self.tape.finish()
+
+
+class AsyncRecordingStream:
+    """Passes a live async stream on chunk by chunk, taping each chunk for the cassette."""
+
+    __slots__ = ("flavor", "response", "tape")
+
+    def __init__(self, flavor: Flavor, response: Any, tape: Tape) -> None:
+        self.flavor, self.response, self.tape = flavor, response, tape
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        tape = self.tape
+        try:
+            async for chunk in self.response.aiter_bytes():
+                tape.chunks.append(chunk)
+                yield chunk
+        except self.flavor.TransportError as exc:
+            tape.finish(exc)
+            raise
+        tape.finish()
+
+    async def aclose(self) -> None:
+        try:
+            await self.response.aclose()
+        finally:
+            self.tape.finish()

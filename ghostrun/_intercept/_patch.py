@@ -1,9 +1,16 @@
-"""Reference-counted patching of the HTTP libraries' routing hooks.
+"""Reference-counted patching of the HTTP libraries' hooks, and the registry of roads.
 
-The first open session installs the hooks, the last one to close restores
-the exact original functions. Each HTTP library has an adapter with three
-steps: ``check`` (raise before anything is installed, so a missing hook can
-never let a request slip to the real network), ``install`` and ``restore``.
+The first open session installs every road's hooks, the last one to close
+restores the exact original functions. A road is a module of this package
+listed in `ROADS`; its ``adapters()`` returns one `Adapter` per library it
+covers, each with two steps: ``check`` (is the library importable? raise
+`UnsupportedHttpx` if it is but lacks its hook, before anything is
+installed, so a missing hook can never let a request slip to the real
+network) and ``install`` (returns the function that restores the original).
+Adding a road is one entry in `ROADS` and a module with ``adapters()``.
+
+Road modules are imported here, when the first session opens, never by
+``import ghostrun``; each imports its HTTP library only in ``check``.
 """
 
 from __future__ import annotations
@@ -11,13 +18,15 @@ from __future__ import annotations
 import importlib
 import threading
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
-from .._exceptions import UnsupportedHttpx
+__all__ = ["ROADS", "Adapter", "acquire", "installed", "release"]
 
-__all__ = ["HTTPX_FAMILY", "acquire", "installed", "release"]
-
-HTTPX_FAMILY = ("httpx", "httpx2")
+ROADS: tuple[str, ...] = (
+    "_httpx",  # httpx and httpx2
+    "_aiohttp",
+)
+"""The road modules of ``ghostrun._intercept``, in installation order."""
 
 _lock = threading.Lock()
 _count = 0
@@ -65,48 +74,7 @@ def _install_all() -> None:
 
 
 def _adapters() -> list[Adapter]:
-    adapters: list[Adapter] = [HttpxFamilyAdapter(name) for name in HTTPX_FAMILY]
-    from . import _aiohttp
-
-    adapters.append(_aiohttp.AiohttpAdapter())
+    adapters: list[Adapter] = []
+    for road in ROADS:
+        adapters += importlib.import_module(f"{__package__}.{road}").adapters()
     return adapters
-
-
-class HttpxFamilyAdapter:
-    """Wraps ``Client._transport_for_url`` and ``AsyncClient._transport_for_url``."""
-
-    def __init__(self, module_name: str) -> None:
-        self.module_name = module_name
-        self.module: Any = None
-
-    def check(self) -> bool:
-        try:
-            self.module = importlib.import_module(self.module_name)
-        except ImportError:
-            return False
-        for cls_name in ("Client", "AsyncClient"):
-            cls = getattr(self.module, cls_name, None)
-            if cls is None or not callable(cls.__dict__.get("_transport_for_url")):
-                version = getattr(self.module, "__version__", "?")
-                raise UnsupportedHttpx(
-                    f"{self.module_name} {version} has no {cls_name}._transport_for_url, the "
-                    "hook ghostrun wraps, so its requests cannot be intercepted. Install a "
-                    f"supported {self.module_name} (httpx 0.2x or httpx2 2.x)."
-                )
-        return True
-
-    def install(self) -> Callable[[], None]:
-        from ._httpx import wrap_routing
-
-        lib = self.module
-        originals = {c: c.__dict__["_transport_for_url"] for c in (lib.Client, lib.AsyncClient)}
-        lib.Client._transport_for_url = wrap_routing(lib, originals[lib.Client], is_async=False)
-        lib.AsyncClient._transport_for_url = wrap_routing(
-            lib, originals[lib.AsyncClient], is_async=True
-        )
-
-        def restore() -> None:
-            for cls, original in originals.items():
-                cls._transport_for_url = original
-
-        return restore

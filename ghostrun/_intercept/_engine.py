@@ -1,0 +1,291 @@
+"""The record/replay engine: the one decision every road's adapter drives (DESIGN §1-§3).
+
+An adapter (``_httpx``, ``_aiohttp``, ``_urllib3``, ...) only converts: its
+library's request into the engine's terms, and the engine's `Recording` back
+into its library's response. It decides nothing. The engine does no network
+I/O and imports no HTTP library; the cassette store (`Session.plan`,
+`Session.commit`, ``_cassette``) is a separate piece it calls. How an adapter
+uses it, whatever the library::
+
+    session = route(host, port, url)       # the hot path: None = not ours
+    if session is None:
+        return send(request)               # untouched (also: an outer layer is sending)
+    exchange = Exchange(session, method, (scheme, host, port, path, query), headers, body)
+    recording = exchange.replay()          # may raise CacheMiss (replay mode)
+    if recording is not None:              # status, headers, body, or chunks + stream_error
+        return library_response(recording)
+    with exchange.sending():               # any intercepted library below passes through
+        live = send(request)
+    # a whole body, decoded (see `decoder` when the library left it compressed):
+    recording = exchange.record(live.status, live_header_pairs, body)
+    return library_response(recording)     # recording.headers: the live ones, minus framing
+    # or a stream (`is_stream(content_type)`), recorded chunk by chunk as the caller reads:
+    tape = exchange.tape(live.status, live_header_pairs)
+    tape.chunks.append(chunk)              # for each chunk handed on
+    tape.finish() / tape.finish(error)     # at the end, at a break, at close: once
+
+``url_parts`` are ``(scheme, host, port or None, path, raw query string)``;
+``headers`` a sequence of ``(lower-case name, value)`` pairs, which may be lazy
+(replaying JSON never reads them); ``body`` the request body as bytes.
+
+What the engine guarantees for every road:
+
+- **Exactly once.** `Exchange.sending` marks the current context (thread or
+  async task) while the real request is made, and `route` answers ``None``
+  there: when an httpx transport sends through aiohttp (litellm,
+  ``openai.DefaultAioHttpClient``), only the outer layer records or replays.
+- **Telemetry** (``.._telemetry``): never recorded; answered locally with an
+  empty success except in ``record`` mode.
+- **No billed retries.** A cassette that cannot be written does not fail the
+  request: the response is handed on and the error is raised when the session
+  exits (``.._exceptions`` says why), so no SDK retry loop can resend it.
+- **A warning** (`UnlistedHostWarning`), once per session, when a request
+  that passes through because its host is not listed looks like an LLM call.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import warnings
+import zlib
+from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
+from typing import Any
+
+from .._cassette import Recording
+from .._exceptions import UnlistedHostWarning
+from .._modes import Mode
+from .._session import RequestInfo, Session, bypass_interception, current_session, passing_through
+from .._telemetry import EMPTY_SUCCESS
+
+__all__ = [
+    "DROPPED_HEADERS",
+    "Decoder",
+    "Exchange",
+    "Recording",
+    "Tape",
+    "decoder",
+    "hand_on_headers",
+    "is_stream",
+    "route",
+]
+
+DROPPED_HEADERS = frozenset({"content-length", "content-encoding", "transfer-encoding"})
+"""Framing headers of the live response, dropped from what is handed on: bodies are decoded."""
+
+_STREAM_TYPES = ("text/event-stream", "ndjson", "jsonl", "vnd.amazon.eventstream")
+_LLM_CALL = re.compile(
+    r"/chat/completions|/v\d\w*/(?:messages|responses|completions|embeddings|chat|rerank)\b"
+    r"|:(?:stream)?generatecontent|:(?:batch)?embedcontents?|:predict\b"
+    r"|/api/(?:chat|generate|embed|embeddings)\b|/model/[^/]+/(?:converse|invoke)",
+    re.IGNORECASE,
+)
+
+
+# -- routing (the hot path) ------------------------------------------------------
+
+
+def route(host: str, port: int | None, url: object = None) -> Session | None:
+    """The session that records or replays a request to ``host:port``, or None.
+
+    None when no session governs, inside `bypass_interception` (the judge's
+    traffic) or `Exchange.sending` (an outer layer is sending for real), and
+    when the host is not a provider host: then it counts as passed through,
+    and ``str(url)`` is looked at, once per session at most, for the warning.
+    """
+    if passing_through():
+        return None
+    found = current_session()
+    if found is None:
+        return None
+    if found._matcher(host, port):
+        return found
+    found.passed_through += 1
+    if url is not None and not found._warned_unlisted:
+        _warn_if_llm_call(found, host, port, str(url))
+    return None
+
+
+def _warn_if_llm_call(session: Session, host: str, port: int | None, url: str) -> None:
+    if not _LLM_CALL.search(url.split("?", 1)[0]):
+        return
+    session._warned_unlisted = True
+    listed = f"{host}:{port}" if port is not None else host
+    warnings.warn(
+        f"ghostrun: {url.split('?', 1)[0]} looks like an LLM API call, but {listed} is not a "
+        f"provider host, so it went to the network unrecorded (session "
+        f"{session.name or '(unnamed)'}). To record and replay it, list its host: "
+        f'ghostrun.session(hosts=["{listed}"]), configure(hosts=[...]) or '
+        f"GHOSTRUN_HOSTS={listed}.",
+        UnlistedHostWarning,
+        stacklevel=2,
+    )
+
+
+# -- one exchange ------------------------------------------------------------------
+
+
+class Exchange:
+    """One intercepted request: replayed, or sent for real and recorded, or a miss."""
+
+    __slots__ = ("info", "session", "telemetry")
+
+    def __init__(
+        self,
+        session: Session,
+        method: str,
+        url_parts: tuple[str, str, int | None, str, str],
+        headers: Sequence[tuple[str, str]],
+        body: bytes,
+    ) -> None:
+        self.session = session
+        self.telemetry = session._telemetry(url_parts[1], url_parts[2], url_parts[3])
+        self.info: RequestInfo = session.describe(method, url_parts, headers, body)
+
+    def replay(self) -> Recording | None:
+        """The response to hand back without sending, or None to send for real.
+
+        Raises `CacheMiss` when replay mode has no recording for the request.
+        """
+        if self.telemetry:
+            if self.session.mode is Mode.RECORD:
+                self.session.passed_through += 1
+                return None
+            return EMPTY_SUCCESS
+        return self.session.plan(self.info)
+
+    def sending(self) -> AbstractContextManager[None]:
+        """Wrap the real send in it: intercepted libraries it calls pass through."""
+        return bypass_interception()
+
+    def record(self, status: int, headers: Iterable[tuple[str, str]], body: bytes) -> Recording:
+        """Record a whole response (body decoded); return what to hand on."""
+        recording = Recording(status, hand_on_headers(headers), body)
+        if not self.telemetry:
+            _commit(self.session, self.info, recording)
+        return recording
+
+    def tape(self, status: int, headers: Iterable[tuple[str, str]]) -> Tape:
+        """Start recording a streamed response; ``tape.headers`` are the ones to hand on."""
+        return Tape(self, status, hand_on_headers(headers))
+
+
+class Tape:
+    """Collects a live stream's chunks and commits them once, however the stream ends.
+
+    Every adapter records streams through one of these, so a stream that broke
+    mid-way is stored the same way whichever library read it.
+    """
+
+    __slots__ = ("chunks", "done", "exchange", "headers", "status")
+
+    def __init__(self, exchange: Exchange, status: int, headers: list[tuple[str, str]]) -> None:
+        self.exchange, self.status, self.headers = exchange, status, headers
+        self.chunks: list[bytes] = []
+        self.done = False
+
+    def finish(self, error: BaseException | None = None) -> None:
+        """The stream ended (``error``: how it broke); later calls do nothing."""
+        if self.done:
+            return
+        self.done = True
+        if self.exchange.telemetry:
+            return
+        broke = (type(error).__name__, str(error)) if error is not None else None
+        recording = Recording(self.status, self.headers, chunks=self.chunks, stream_error=broke)
+        _commit(self.exchange.session, self.exchange.info, recording)
+
+
+def _commit(session: Session, info: RequestInfo, recording: Recording) -> None:
+    """Write through the store; a failure is kept for the session's exit, never raised here.
+
+    Raised from inside a transport, it would reach SDKs' ``except Exception``
+    retry loops (anthropic, groq) and become billed retries of a request that
+    succeeded.
+    """
+    try:
+        session.commit(info, recording)
+    except Exception as exc:
+        session.write_failed(exc)
+
+
+# -- responses as handed on ------------------------------------------------------------
+
+
+def hand_on_headers(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Live response headers (lower-case names) minus framing: the body handed on is decoded."""
+    return [(k, v) for k, v in headers if k not in DROPPED_HEADERS]
+
+
+def is_stream(content_type: str) -> bool:
+    """True for a streamed response (SSE, NDJSON, JSON lines, AWS event stream)."""
+    ctype = content_type.lower()
+    return any(kind in ctype for kind in _STREAM_TYPES)
+
+
+class Decoder:
+    """Undoes a response's content-encoding, chunk by chunk (gzip, deflate; br, zstd if installed).
+
+    For libraries that hand back the body as sent (aiohttp with
+    ``auto_decompress=False``): cassettes store bodies decoded.
+    """
+
+    def __init__(self, encoding: str) -> None:
+        self.encoding = encoding
+        self._inner: Any = _decompressor(encoding)
+        self._raw_deflate = False
+
+    def decode(self, data: bytes) -> bytes:
+        if self.encoding == "deflate" and not self._raw_deflate:
+            try:
+                return bytes(self._inner.decompress(data))
+            except zlib.error:  # deflate sent without its zlib header, as some servers do
+                self._raw_deflate = True
+                self._inner = zlib.decompressobj(-zlib.MAX_WBITS)
+        return bytes(self._inner.decompress(data))
+
+    def flush(self) -> bytes:
+        flush = getattr(self._inner, "flush", None)
+        return bytes(flush()) if flush is not None else b""
+
+    def whole(self, data: bytes) -> bytes:
+        return self.decode(data) + self.flush()
+
+
+def decoder(encoding: str) -> Decoder | None:
+    """A `Decoder` for a ``content-encoding`` value, or None for identity or one we cannot undo."""
+    name = encoding.strip().lower()
+    if name in ("", "identity"):
+        return None
+    try:
+        return Decoder(name)
+    except LookupError:
+        return None
+
+
+def _decompressor(name: str) -> Any:
+    if name in ("gzip", "x-gzip"):
+        return zlib.decompressobj(16 + zlib.MAX_WBITS)
+    if name == "deflate":
+        return zlib.decompressobj()
+    if name == "br":
+        for module in ("brotli", "brotlicffi"):
+            try:
+                inner = importlib.import_module(module).Decompressor()
+            except ImportError:
+                continue
+            return inner if hasattr(inner, "decompress") else _Process(inner)
+    if name == "zstd":
+        try:
+            return importlib.import_module("zstandard").ZstdDecompressor().decompressobj()
+        except ImportError:
+            pass
+    raise LookupError(name)
+
+
+class _Process:
+    """brotli's ``Decompressor.process`` under the name zlib's decompressors use."""
+
+    def __init__(self, inner: Any) -> None:
+        self.decompress = inner.process
