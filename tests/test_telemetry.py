@@ -1,0 +1,122 @@
+"""Telemetry on provider hosts (DESIGN §1): never recorded, answered locally unless recording.
+
+openai-agents uploads its traces (on by default) to
+``api.openai.com/v1/traces/ingest`` from its own httpx2 client. Here the
+exporter is pointed at the loopback provider, so that a trace upload that
+escaped would be counted there, never sent to the internet.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import orjson
+import pytest
+from agents import Agent, OpenAIChatCompletionsModel, Runner
+from agents.tracing import get_trace_provider
+from agents.tracing.processors import default_exporter
+from openai import AsyncOpenAI
+from simulator import ProviderSimulator
+
+import ghostrun
+
+LOOPBACK = ("127.0.0.1",)
+KEY = "sk-" + "test-agents-0123456789abcdefghij"  # fake, assembled at run time
+TRACES = "/v1/traces/ingest"
+
+
+@pytest.fixture
+def exporter(provider: ProviderSimulator, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """openai-agents' trace exporter, with a key and sending to the loopback provider."""
+    exporter = default_exporter()
+    monkeypatch.setattr(exporter, "endpoint", provider.url(TRACES))
+    monkeypatch.setattr(exporter, "_api_key", KEY)
+    monkeypatch.delenv("OPENAI_AGENTS_DISABLE_TRACING", raising=False)
+    return exporter
+
+
+def run_agent(provider: ProviderSimulator) -> str:
+    client = AsyncOpenAI(base_url=provider.url("/v1"), api_key=KEY)
+    model = OpenAIChatCompletionsModel(model="gpt-sim", openai_client=client)
+    agent = Agent(name="support", instructions="Answer briefly.", model=model)
+    result = asyncio.run(Runner.run(agent, "Where is my refund?"))
+    get_trace_provider().force_flush()  # upload the traces now, inside the session
+    return str(result.final_output)
+
+
+def trace_uploads(provider: ProviderSimulator) -> int:
+    return sum(request.path == TRACES for request in provider.requests)
+
+
+def urls_recorded(cassette_dir: Path) -> list[str]:
+    return [orjson.loads(p.read_bytes())["request"]["url"] for p in cassette_dir.glob("*.json")]
+
+
+def test_an_agent_run_records_and_replays_without_its_trace_upload(
+    provider: ProviderSimulator, cassette_dir: Path, exporter: Any
+) -> None:
+    with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=LOOPBACK) as rec:
+        live = run_agent(provider)
+    assert trace_uploads(provider) >= 1  # record mode sends it for real ...
+    assert rec.recorded == 1  # ... but only the model call is written
+    assert [url.endswith("/v1/chat/completions") for url in urls_recorded(cassette_dir)] == [True]
+
+    provider.reset()
+    for mode in ("replay", "auto"):
+        with ghostrun.session(mode=mode, cassette_dir=cassette_dir, hosts=LOOPBACK) as rep:
+            assert run_agent(provider) == live
+        assert rep.replayed == 1 and rep.misses == [] and rep.recorded == 0
+    assert provider.served == 0  # neither the model call nor a trace upload reached a server
+    assert len(urls_recorded(cassette_dir)) == 1
+
+
+def test_the_default_trace_endpoint_is_answered_locally_in_replay(
+    provider: ProviderSimulator,
+    cassette_dir: Path,
+    exporter: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with ghostrun.session(mode="auto", cassette_dir=cassette_dir, hosts=LOOPBACK):
+        live = run_agent(provider)
+    assert trace_uploads(provider) == 0  # auto mode leaves the network alone for telemetry
+    monkeypatch.setattr(exporter, "endpoint", "https://api.openai.com" + TRACES)
+    looked_up: list[str] = []
+    real_getaddrinfo = socket.getaddrinfo
+
+    def spy(host: Any, *args: Any, **kwargs: Any) -> Any:
+        looked_up.append(str(host))
+        return real_getaddrinfo(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", spy)
+    with ghostrun.session(mode="replay", cassette_dir=cassette_dir, hosts=LOOPBACK) as rep:
+        assert run_agent(provider) == live
+    assert rep.misses == [] and "api.openai.com" not in looked_up
+
+
+def test_users_extend_the_list_with_ignore_urls(
+    provider: ProviderSimulator, cassette_dir: Path
+) -> None:
+    beacon = provider.url("/echo-json")
+    for ignore in (
+        ["/echo-json"],
+        [f"127.0.0.1:{provider.port}/echo-*"],
+        ["http://127.0.0.1/echo-json"],
+    ):
+        with ghostrun.session(
+            mode="replay", cassette_dir=cassette_dir, hosts=LOOPBACK, ignore_urls=ignore
+        ) as s:
+            reply = httpx2.get(beacon, params={"event": "started"})
+        assert reply.status_code == 200 and reply.json() == {}, ignore
+        assert s.misses == [] and provider.served == 0
+    ghostrun.configure(ignore_urls=["/echo-json"])
+    try:
+        with ghostrun.session(mode="replay", cassette_dir=cassette_dir, hosts=LOOPBACK):
+            assert httpx2.get(beacon).json() == {}
+    finally:
+        ghostrun.configure(ignore_urls=None)
+    with pytest.raises(ValueError, match="names no path"):
+        ghostrun.session(ignore_urls=["api.example.com"])
