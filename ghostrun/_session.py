@@ -401,7 +401,7 @@ class Session:
             entry = redact_entry(entry if scrubbed is None else scrubbed, secrets)
         return entry
 
-    def write_failed(self, exc: Exception) -> None:
+    def _write_failed(self, exc: Exception) -> None:
         """A response could not be written: handed on anyway, ``exc`` raised at exit.
 
         See ``_exceptions``: raised inside a transport, it would be retried.

@@ -6,7 +6,7 @@
     _aiohttp   aiohttp (a client middleware appended to every request)
 
 What this folder may import: the standard library, ghostrun's session core
-(``.._session``, ``.._cassette``, ``.._exceptions``, ``.._modes``, ``.._hosts``)
+(``.._session``, ``.._cassette``, ``.._exceptions``, ``.._modes``, ``.._telemetry``)
 and, inside an adapter's ``check``/``install`` only, the HTTP library it
 adapts. The session core never imports this folder at module level: nothing
 here is imported by ``import ghostrun``. `Session.__enter__` imports

@@ -207,7 +207,7 @@ def _commit(session: Session, info: RequestInfo, recording: Recording) -> None:
     try:
         session.commit(info, recording)
     except Exception as exc:
-        session.write_failed(exc)
+        session._write_failed(exc)
 
 
 # -- responses as handed on ------------------------------------------------------------
