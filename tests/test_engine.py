@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import subprocess
+import sys
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -123,3 +126,21 @@ def test_no_warning_for_other_traffic_or_listed_hosts(
         with ghostrun.session(mode="auto", cassette_dir=cassette_dir, hosts=LOOPBACK) as listed:
             httpx2.post(provider.url("/v1/chat/completions"), json=BODY)
     assert s.passed_through == 2 and listed.recorded == 1
+
+
+# -- the layout ----------------------------------------------------------------------
+
+
+def test_import_ghostrun_imports_no_part_of_the_interception() -> None:
+    """The roads and their engine load when the first session opens, not before."""
+    code = (
+        "import sys, ghostrun\n"
+        "print(sorted(m for m in sys.modules if m.startswith('ghostrun._intercept')))\n"
+        "with ghostrun.session(mode='replay'):\n"
+        "    print('ghostrun._intercept._engine' in sys.modules)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GHOSTRUN_", "PYTEST_"))}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.split("\n")[:2] == ["[]", "True"], out.stdout
