@@ -34,6 +34,9 @@ What the engine guarantees for every road:
   async task) while the real request is made, and `route` answers ``None``
   there: when an httpx transport sends through aiohttp (litellm,
   ``openai.DefaultAioHttpClient``), only the outer layer records or replays.
+  (A request the outer layer passes through, to a host no session lists,
+  reaches the inner one unmarked, which decides the same: only the
+  ``passed_through`` count sees it twice.)
 - **Telemetry** (``.._telemetry``): never recorded; answered locally with an
   empty success except in ``record`` mode.
 - **No billed retries.** A cassette that cannot be written does not fail the
