@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ._modes import Mode, parse_mode
+from ._telemetry import UrlList
 
 __all__ = ["configure", "settings"]
 
@@ -66,7 +67,9 @@ def configure(
     if hosts is not _UNSET:
         settings.hosts = tuple(hosts or ())
     if ignore_urls is not _UNSET:
-        settings.ignore_urls = tuple(ignore_urls or ())
+        urls = (ignore_urls,) if isinstance(ignore_urls, str) else tuple(ignore_urls or ())
+        UrlList(urls)  # an entry that names no path fails here, where it was written
+        settings.ignore_urls = urls
     if judge is not _UNSET:
         settings.judge = judge
     if on_judge_unavailable is not _UNSET:

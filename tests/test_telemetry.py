@@ -120,3 +120,5 @@ def test_users_extend_the_list_with_ignore_urls(
         ghostrun.configure(ignore_urls=None)
     with pytest.raises(ValueError, match="names no path"):
         ghostrun.session(ignore_urls=["api.example.com"])
+    with pytest.raises(ValueError, match="names no path"):
+        ghostrun.configure(ignore_urls=["https://api.example.com"])
