@@ -153,7 +153,7 @@ def _steps(lib: Any, prebuilt: Callable[[Any], Any]) -> dict[str, Callable[[], A
         return self.session._prefix + key(self, request) + ".json"
 
     def decoded(self: Any, request: Any) -> Any:
-        (recording,) = cassette.read_replies(path(self, request)) or [None]
+        (recording,) = (cassette.read_run(path(self, request), self.session.name) or ("", []))[1]
         return lib.Response(
             recording.status, headers=recording.headers, stream=lib.ByteStream(recording.body)
         )
@@ -162,7 +162,7 @@ def _steps(lib: Any, prebuilt: Callable[[Any], Any]) -> dict[str, Callable[[], A
         "interception only": lambda self, request: prebuilt(request),
         "+ match key": lambda self, request: (key(self, request), prebuilt(request))[1],
         "+ read the cassette file": lambda self, request: (
-            files._read_bytes(path(self, request)),
+            files.read_bytes(path(self, request)),
             prebuilt(request),
         )[1],
         "+ parse and decode it": decoded,
