@@ -10,7 +10,9 @@
 
 A BODY names its encoding by its only key: ``json`` (a JSON value), ``text``,
 ``base64`` (bytes that are not UTF-8), or, for streams, ``sse``, ``ndjson`` or
-``chunks`` (the list of chunks received, each a string) and ``chunks_base64``.
+``chunks`` (the list of chunks received, each a string) and ``chunks_base64``,
+or ``eventstream`` (AWS's binary frames, each chunk the list of its frames:
+see ``_eventstream``).
 Bodies are stored decoded (never gzipped); replay reproduces streams chunk
 for chunk and binary bodies byte for byte.
 
@@ -37,7 +39,7 @@ from typing import Any
 
 import orjson
 
-from . import _validate
+from . import _eventstream, _validate
 from ._exceptions import CassetteError
 from ._files import dump_json, write_atomic
 
@@ -208,6 +210,8 @@ def encode_body(data: bytes, content_type: str) -> dict[str, Any]:
 
 def encode_chunks(chunks: list[bytes], content_type: str) -> dict[str, Any]:
     ctype = content_type.lower()
+    if "amazon.eventstream" in ctype and (frames := _eventstream.encode_chunks(chunks)):
+        return {"eventstream": frames}
     kind = "sse" if "event-stream" in ctype else "ndjson" if "ndjson" in ctype else "chunks"
     try:
         return {kind: [chunk.decode("utf-8") for chunk in chunks]}
@@ -230,6 +234,8 @@ def decode_body(body: dict[str, Any]) -> bytes | list[bytes]:
         return [str(chunk).encode("utf-8") for chunk in value]
     if kind == "chunks_base64":
         return [base64.b64decode(chunk, validate=True) for chunk in value]
+    if kind == "eventstream":
+        return _eventstream.decode_chunks(value)
     raise ValueError(f"unknown body encoding {kind!r}")
 
 

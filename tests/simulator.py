@@ -21,9 +21,11 @@ import json
 import re
 import socket
 import socketserver
+import struct
 import threading
 import time
 import traceback
+import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -50,6 +52,14 @@ _FIXED_HEADERS = {
     "x-ratelimit-limit-tokens": "200000",
     "x-ratelimit-remaining-tokens": "199990",
     "x-ratelimit-reset-tokens": "3ms",
+}
+_AWS_ERRORS = {
+    400: "ValidationException",
+    403: "AccessDeniedException",
+    404: "ResourceNotFoundException",
+    429: "ThrottlingException",
+    500: "InternalServerException",
+    503: "ServiceUnavailableException",
 }
 _ERROR_NAMES = {
     400: ("invalid_request_error", "INVALID_ARGUMENT"),
@@ -141,7 +151,7 @@ class _BadRequest(Exception):
 
 
 class ProviderSimulator:
-    """Threaded HTTP/1.1 server imitating OpenAI, Anthropic, Groq, Ollama and Gemini.
+    """Threaded HTTP/1.1 server imitating OpenAI, Anthropic, Groq, Ollama, Gemini and Bedrock.
 
     Attributes tests may set at any time:
       models: Ollama model names that exist (others get Ollama's 404).
@@ -649,6 +659,46 @@ class ProviderSimulator:
             "text/event-stream",
         )
 
+    # -- Bedrock (bedrock-runtime: Converse, ConverseStream, InvokeModel) ----------
+
+    def _bedrock_converse(self, call: _Call) -> _Reply:
+        turn = self._turn(call, _bedrock_conversation(call.body))
+        block = _bedrock_tool_use(turn, call.seq) if turn.tool else {"text": turn.text}
+        message = {"content": [block], "role": "assistant"}
+        reply = _aws_json(
+            {
+                "metrics": {"latencyMs": 7},
+                "output": {"message": message},
+                "stopReason": "tool_use" if turn.tool else "end_turn",
+                "usage": _bedrock_usage(turn),
+            }
+        )
+        return _aws_request_id(reply, call.seq)
+
+    def _bedrock_converse_stream(self, call: _Call) -> _Reply:
+        """ConverseStream: AWS event-stream frames, one event per HTTP chunk."""
+        turn = self._turn(call, _bedrock_conversation(call.body))
+        events: list[tuple[str, JSON]] = [("messageStart", {"role": "assistant"})]
+        if turn.tool:
+            start = {"toolUse": {"name": turn.tool, "toolUseId": f"tooluse_sim{call.seq:04d}"}}
+            events.append(("contentBlockStart", {"contentBlockIndex": 0, "start": start}))
+            deltas = [{"toolUse": {"input": piece}} for piece in _pieces(turn.arguments)]
+        else:
+            deltas = [{"text": piece} for piece in _pieces(turn.text)]
+        events += [("contentBlockDelta", {"contentBlockIndex": 0, "delta": d}) for d in deltas]
+        events += [
+            ("contentBlockStop", {"contentBlockIndex": 0}),
+            ("messageStop", {"stopReason": "tool_use" if turn.tool else "end_turn"}),
+            ("metadata", {"metrics": {"latencyMs": 7}, "usage": _bedrock_usage(turn)}),
+        ]
+        frames = [_aws_event(name, data) for name, data in events]
+        reply = _Reply(content_type="application/vnd.amazon.eventstream", events=frames)
+        return _aws_request_id(reply, call.seq)
+
+    def _bedrock_invoke(self, call: _Call) -> _Reply:
+        """InvokeModel with an Anthropic model: the body and the answer are Anthropic's."""
+        return _aws_request_id(self._anthropic_messages(call), call.seq)
+
     # -- pass-through helpers ----------------------------------------------------
 
     def _plain(self, call: _Call) -> _Reply:
@@ -674,6 +724,13 @@ _ROUTES: list[tuple[str, re.Pattern[str], Callable[[ProviderSimulator, _Call], _
             r"/v1(?:beta|alpha)?/models/(?P<model>[^/:]+):(?P<method>generateContent|streamGenerateContent)",
             ProviderSimulator._gemini,
         ),
+        ("POST", r"/model/(?P<model>[^/]+)/converse", ProviderSimulator._bedrock_converse),
+        (
+            "POST",
+            r"/model/(?P<model>[^/]+)/converse-stream",
+            ProviderSimulator._bedrock_converse_stream,
+        ),
+        ("POST", r"/model/(?P<model>[^/]+)/invoke", ProviderSimulator._bedrock_invoke),
         ("GET", r"/plain", ProviderSimulator._plain),
         ("GET", r"/echo-json", ProviderSimulator._echo_json),
     ]
@@ -743,6 +800,16 @@ def _gemini_conversation(body: JSON) -> _Conversation:
     return _conversation(messages, tools)
 
 
+def _bedrock_conversation(body: JSON) -> _Conversation:
+    messages = []
+    for m in body.get("messages") or []:
+        blocks = m.get("content") or []
+        results = [b["toolResult"] for b in blocks if isinstance(b, dict) and "toolResult" in b]
+        messages.append(("tool", results) if results else (m.get("role", "user"), blocks))
+    specs = [t.get("toolSpec") or {} for t in (body.get("toolConfig") or {}).get("tools") or []]
+    return _conversation(messages, [str(spec.get("name")) for spec in specs])
+
+
 def _conversation(messages: list[tuple[str, Any]], tools: list[str]) -> _Conversation:
     texts = [(role, _text_of(content)) for role, content in messages]
     inputs = [(role, text) for role, text in texts if role in ("user", "tool")]
@@ -794,6 +861,8 @@ def _credential(request: ReceivedRequest) -> str:
 
 
 def _provider_kind(path: str) -> str:
+    if path.startswith("/model/"):
+        return "bedrock"
     if path.startswith("/v1/messages"):
         return "anthropic"
     if path.startswith("/api/"):
@@ -816,12 +885,17 @@ def _error(kind: str, status: int, message: str, body: Any | None = None) -> _Re
             body = {"error": message}
         elif kind == "gemini":
             body = {"error": {"code": status, "message": message, "status": google_status}}
+        elif kind == "bedrock":
+            body = {"message": message}
         else:
             code = "rate_limit_exceeded" if status == 429 else None
             error = {"message": message, "type": anthropic_type, "param": None, "code": code}
             body = {"error": error}
     raw = body if isinstance(body, bytes) else json.dumps(body).encode()
-    return _Reply(status=status, body=raw)
+    reply = _Reply(status=status, body=raw)
+    if kind == "bedrock":  # botocore reads the error code from this header
+        reply.headers["x-amzn-errortype"] = _AWS_ERRORS.get(status, "InternalServerException")
+    return reply
 
 
 def _json(payload: JSON | list[JSON], content_type: str = "application/json") -> _Reply:
@@ -835,6 +909,55 @@ def _sse(events: list[bytes], content_type: str = "text/event-stream; charset=ut
 def _sse_event(data: JSON, name: str | None = None) -> bytes:
     head = f"event: {name}\n" if name else ""
     return f"{head}data: {json.dumps(data)}\n\n".encode()
+
+
+def _aws_json(payload: JSON) -> _Reply:
+    """Compact JSON with sorted members, as AWS's JSON protocols write it."""
+    return _Reply(body=_aws_payload(payload))
+
+
+def _aws_payload(payload: JSON) -> bytes:
+    return json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
+
+
+def _aws_request_id(reply: _Reply, seq: int) -> _Reply:
+    reply.headers["x-amzn-requestid"] = f"00000000-0000-4000-8000-{seq:012d}"
+    return reply
+
+
+def _aws_event(event_type: str, payload: JSON) -> bytes:
+    """One AWS event-stream frame: prelude and its CRC32, string headers, JSON, message CRC32."""
+    headers = (
+        (":event-type", event_type),
+        (":content-type", "application/json"),
+        (":message-type", "event"),
+    )
+    head = b"".join(
+        bytes([len(name)])
+        + name.encode()
+        + b"\x07"
+        + struct.pack(">H", len(value))
+        + value.encode()
+        for name, value in headers
+    )
+    body = _aws_payload(payload)
+    prelude = struct.pack(">II", 16 + len(head) + len(body), len(head))
+    message = prelude + struct.pack(">I", zlib.crc32(prelude)) + head + body
+    return message + struct.pack(">I", zlib.crc32(message))
+
+
+def _bedrock_tool_use(turn: _Turn, seq: int) -> JSON:
+    return {
+        "toolUse": {"input": turn.args, "name": turn.tool, "toolUseId": f"tooluse_sim{seq:04d}"}
+    }
+
+
+def _bedrock_usage(turn: _Turn) -> JSON:
+    return {
+        "inputTokens": turn.prompt_tokens,
+        "outputTokens": turn.completion_tokens,
+        "totalTokens": turn.prompt_tokens + turn.completion_tokens,
+    }
 
 
 def _text_block(text: str) -> JSON:

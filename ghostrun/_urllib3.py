@@ -1,0 +1,337 @@
+"""urllib3 interception (DESIGN §1): the road of ``requests`` and botocore/boto3.
+
+The hook is ``HTTPConnectionPool._make_request``, which urllib3 2.x calls
+once per attempt with a connection from the pool that it has not yet opened:
+``PoolManager``, ``requests`` and botocore (``URLLib3Session``) all send
+through it. ``urlopen`` around it keeps urllib3's own retries, redirects and
+pool bookkeeping, so they behave as they do live.
+
+For a provider host the request becomes a `RequestInfo` (the same key as
+httpx's) and is answered from the cassette, or sent for real and recorded.
+Either way the caller gets a real ``urllib3.HTTPResponse`` built the same
+way: over an ``http.client.HTTPResponse`` reading an in-memory wire (a status
+line, the framing header, then the body: one HTTP chunk per recorded chunk
+for a stream). So every way of reading (``preload_content``, ``read(amt)``,
+``stream()``, ``read_chunked()``, ``requests``' ``iter_content``) works as it
+does live, a stream comes back in its recorded chunks, and a recorded break
+ends the wire early, as a cut connection does. When recording, that wire is
+fed from the live response as the caller reads it, each chunk taped for the
+cassette: what the caller gets when recording is what it gets in replay.
+Bodies are decoded (no ``content-encoding``), as the cassette stores them.
+``import ghostrun`` never imports urllib3: `Urllib3Adapter.check` does.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.client
+import importlib
+import importlib.util
+import inspect
+import io
+from collections.abc import Callable, Iterable, Iterator
+from http import HTTPStatus
+from types import ModuleType
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from ._cassette import Recording
+from ._exceptions import UnsupportedHttpx
+from ._session import RequestInfo, Session, Tape, intercepting_session
+from ._transports import is_stream
+
+__all__ = ["Urllib3Adapter"]
+
+_DROPPED_HEADERS = frozenset({"content-length", "content-encoding", "transfer-encoding"})
+_HOOK_ARGS = ("response_conn", "preload_content", "decode_content")
+_RESPONSE_ARGS = ("original_response", "pool", "connection", "retries", "request_method")
+_END = b"0\r\n\r\n"
+
+
+class Urllib3Adapter:
+    """Wraps ``HTTPConnectionPool._make_request``, where every urllib3 request is sent."""
+
+    def __init__(self) -> None:
+        self.module: Any = None
+
+    def check(self) -> bool:
+        if importlib.util.find_spec("urllib3") is None:
+            return False
+        self.module = importlib.import_module("urllib3")
+        missing = _missing_hook(self.module)
+        if missing:
+            raise UnsupportedHttpx(
+                f"urllib3 {getattr(self.module, '__version__', '?')} has no {missing}, which "
+                "ghostrun needs to intercept its requests (requests and boto3 send through "
+                "urllib3). Install urllib3 2.x: pip install 'urllib3>=2'."
+            )
+        return True
+
+    def install(self) -> Callable[[], None]:
+        cls = self.module.connectionpool.HTTPConnectionPool
+        original = cls.__dict__["_make_request"]
+        cls._make_request = _wrap_make_request(self.module, original)
+
+        def restore() -> None:
+            cls._make_request = original
+
+        return restore
+
+
+def _missing_hook(urllib3: ModuleType) -> str | None:
+    """What the installed urllib3 lacks of the few points we rely on, if anything."""
+    pool = getattr(getattr(urllib3, "connectionpool", None), "HTTPConnectionPool", None)
+    make_request = getattr(pool, "__dict__", {}).get("_make_request")
+    if not callable(make_request):
+        return "HTTPConnectionPool._make_request"
+    if not set(_HOOK_ARGS) <= set(inspect.signature(make_request).parameters):
+        return "HTTPConnectionPool._make_request(response_conn=, preload_content=, ...)"
+    response = getattr(urllib3, "HTTPResponse", None)
+    if response is None or not callable(getattr(response, "read_chunked", None)):
+        return "HTTPResponse.read_chunked"
+    if not set(_RESPONSE_ARGS) <= set(inspect.signature(response.__init__).parameters):
+        return "HTTPResponse(original_response=, pool=, connection=, retries=, ...)"
+    return None
+
+
+def _wrap_make_request(urllib3: ModuleType, original: Callable[..., Any]) -> Any:
+    @functools.wraps(original)
+    def _make_request(
+        self: Any,
+        conn: Any,
+        method: str,
+        url: str,
+        body: Any = None,
+        headers: Any = None,
+        **kw: Any,
+    ) -> Any:
+        target = _target(self, url)
+        session = intercepting_session(target[1], target[2])
+        if session is None:
+            return original(self, conn, method, url, body, headers, **kw)
+        data = _body_bytes(body)
+        info = _describe(
+            session, method, target, self.headers if headers is None else headers, data
+        )
+        recording = session.plan(info)
+        build = functools.partial(_response, urllib3, self, method, url, kw)
+        if recording is not None:
+            return build(
+                recording.status,
+                recording.headers,
+                _replay_wire(recording),
+                stream=_is_chunked(recording),
+                connection=kw.get("response_conn"),
+            )
+        live = original(self, conn, method, url, data, headers, **{**kw, "preload_content": False})
+        return _record(urllib3, session, info, live, build)
+
+    return _make_request
+
+
+def _record(urllib3: ModuleType, session: Session, info: RequestInfo, live: Any, build: Any) -> Any:
+    """Send for real: tape a stream as the caller reads it, or read and commit a whole body."""
+    headers = _live_headers(live.headers)
+    if is_stream(live.headers.get("content-type", "")):
+        tape = Tape(session, info, live.status, headers)
+        wire = _relay(urllib3, live, tape)
+        return build(
+            live.status,
+            headers,
+            wire,
+            stream=True,
+            on_close=functools.partial(_abandon, live, tape),
+        )
+    recording = Recording(live.status, headers, live.read(decode_content=True))
+    session.commit(info, recording)
+    return build(recording.status, headers, _replay_wire(recording), stream=False)
+
+
+def _abandon(live: Any, tape: Tape) -> None:
+    """The caller closed a live stream before its end: keep what arrived."""
+    tape.finish()
+    live.close()
+
+
+def _target(pool: Any, url: str) -> tuple[str, str, int | None, str, str]:
+    """(scheme, host, port, path, query) of a request target: ``/path?q`` or, via a proxy, a URL."""
+    if "://" in url[:12]:
+        parts = urlsplit(url)
+        scheme, host, port, rest = parts.scheme, parts.hostname or "", parts.port, parts.path
+        query = parts.query
+    else:
+        scheme, host, port = pool.scheme, pool.host, pool.port
+        rest, _, query = url.partition("?")
+    return scheme, host, port, unquote(rest), query
+
+
+def _describe(
+    session: Session,
+    method: str,
+    target: tuple[str, str, int | None, str, str],
+    headers: Any,
+    body: bytes,
+) -> RequestInfo:
+    pairs = [(_text(name).lower(), _text(value)) for name, value in headers.items()]
+    return session.describe(method, target, pairs, body)
+
+
+def _text(value: str | bytes) -> str:
+    return value.decode("latin-1") if isinstance(value, bytes) else str(value)
+
+
+def _body_bytes(body: Any) -> bytes:
+    """The request body as bytes, whatever urllib3 was given (sent as these bytes instead)."""
+    if body is None:
+        return b""
+    if isinstance(body, bytes):
+        return body
+    if isinstance(body, str):
+        return body.encode("utf-8")
+    if isinstance(body, (bytearray, memoryview)):
+        return bytes(body)
+    if hasattr(body, "read"):
+        return _as_bytes(body.read())
+    return b"".join(_as_bytes(chunk) for chunk in body)
+
+
+def _as_bytes(data: str | bytes | bytearray | memoryview) -> bytes:
+    return data.encode("utf-8") if isinstance(data, str) else bytes(data)
+
+
+def _live_headers(headers: Any) -> list[tuple[str, str]]:
+    """Response headers as handed on: the body is decoded, so its framing headers go."""
+    pairs = ((name.lower(), value) for name, value in headers.items())
+    return [(name, value) for name, value in pairs if name not in _DROPPED_HEADERS]
+
+
+def _is_chunked(recording: Recording) -> bool:
+    return recording.chunks is not None or recording.stream_error is not None
+
+
+def _replay_wire(recording: Recording) -> Iterator[bytes]:
+    """The recorded body as it would come off the wire, after the head."""
+    if not _is_chunked(recording):
+        yield recording.body
+        return
+    chunks = recording.chunks if recording.chunks is not None else [recording.body]
+    yield from (_chunk(chunk) for chunk in chunks if chunk)
+    if recording.stream_error is None:
+        yield _END
+
+
+def _relay(urllib3: ModuleType, live: Any, tape: Tape) -> Iterator[bytes]:
+    """A live stream's chunks as they arrive, each taped; a break ends the wire early."""
+    try:
+        for chunk in _live_chunks(live):
+            if chunk:
+                tape.chunks.append(chunk)
+                yield _chunk(chunk)
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        tape.finish(exc)
+        live.close()
+        return
+    tape.finish()
+    yield _END
+
+
+def _live_chunks(live: Any) -> Iterable[bytes]:
+    """One HTTP chunk at a time when the stream is chunked, else as the bytes arrive."""
+    if live.chunked and live.supports_chunked_reads():
+        return live.read_chunked(decode_content=True)  # type: ignore[no-any-return]
+    return iter(functools.partial(live.read1, decode_content=True), b"")
+
+
+def _chunk(data: bytes) -> bytes:
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
+def _response(
+    urllib3: ModuleType,
+    pool: Any,
+    method: str,
+    url: str,
+    kw: dict[str, Any],
+    status: int,
+    headers: list[tuple[str, str]],
+    body: Iterator[bytes],
+    *,
+    stream: bool,
+    connection: Any = None,
+    on_close: Callable[[], None] | None = None,
+) -> Any:
+    """A real ``urllib3.HTTPResponse`` reading ``body`` (whole, or HTTP chunks) off a wire."""
+    reason = _reason(status)
+    if stream:
+        framing = ("transfer-encoding", "chunked")
+    else:
+        whole = b"".join(body)
+        framing, body = ("content-length", str(len(whole))), iter([whole])
+    head = f"HTTP/1.1 {status} {reason}\r\n{framing[0]}: {framing[1]}\r\n\r\n".encode("latin-1")
+    raw = http.client.HTTPResponse(_Socket(_Wire(head, body, on_close)), method=method)  # type: ignore[arg-type]
+    raw.begin()
+    return urllib3.HTTPResponse(
+        body=raw,
+        headers=urllib3.HTTPHeaderDict([*headers, framing]),
+        status=status,
+        version=11,
+        version_string="HTTP/1.1",
+        reason=reason,
+        preload_content=kw.get("preload_content", True),
+        decode_content=kw.get("decode_content", True),
+        original_response=raw,
+        pool=pool,
+        connection=connection,
+        retries=kw.get("retries"),
+        enforce_content_length=kw.get("enforce_content_length", True),
+        request_method=method,
+        request_url=url,
+    )
+
+
+def _reason(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return ""
+
+
+class _Wire(io.RawIOBase):
+    """The bytes of one response, pulled piece by piece as the reader asks for more."""
+
+    def __init__(
+        self, head: bytes, pieces: Iterator[bytes], on_close: Callable[[], None] | None
+    ) -> None:
+        super().__init__()
+        self._pending = memoryview(head)
+        self._pieces = pieces
+        self._on_close = on_close
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self._pending:
+            piece = next(self._pieces, None)
+            if piece is None:
+                return 0
+            self._pending = memoryview(piece)
+        size = min(len(buffer), len(self._pending))
+        buffer[:size] = self._pending[:size]
+        self._pending = self._pending[size:]
+        return size
+
+    def close(self) -> None:
+        if not self.closed and self._on_close is not None:
+            self._on_close()
+        super().close()
+
+
+class _Socket:
+    """What ``http.client.HTTPResponse`` asks of a socket: a file to read the response from."""
+
+    def __init__(self, wire: _Wire) -> None:
+        self._wire = wire
+
+    def makefile(self, mode: str, *args: Any, **kwargs: Any) -> io.BufferedReader:
+        return io.BufferedReader(self._wire)
