@@ -19,7 +19,7 @@ from simulator import ProviderSimulator
 
 import ghostrun
 from ghostrun import CacheMiss, UnsupportedHttpx
-from ghostrun._urllib3 import Urllib3Adapter
+from ghostrun._intercept._urllib3 import Urllib3Adapter
 
 OPENAI_KEY = "sk-" + "test-urllib3-0123456789abcdefghij"  # fake, assembled at run time
 Call = Callable[[], Any]

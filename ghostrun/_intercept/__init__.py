@@ -4,6 +4,7 @@
     _patch     reference-counted install and restore, and the registry of roads
     _httpx     httpx and httpx2 (``Client._transport_for_url``)
     _aiohttp   aiohttp (a client middleware appended to every request)
+    _urllib3   urllib3: requests, botocore/boto3 (``HTTPConnectionPool._make_request``)
 
 What this folder may import: the standard library, ghostrun's session core
 (``.._session``, ``.._cassette``, ``.._exceptions``, ``.._modes``, ``.._telemetry``)

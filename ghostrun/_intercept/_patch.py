@@ -25,6 +25,7 @@ __all__ = ["ROADS", "Adapter", "acquire", "installed", "release"]
 ROADS: tuple[str, ...] = (
     "_httpx",  # httpx and httpx2
     "_aiohttp",
+    "_urllib3",  # requests, botocore/boto3
 )
 """The road modules of ``ghostrun._intercept``, in installation order."""
 

@@ -35,10 +35,10 @@ from types import ModuleType
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from ._cassette import Recording
-from ._exceptions import UnsupportedHttpx
-from ._session import RequestInfo, Session, Tape, intercepting_session
-from ._transports import is_stream
+from .._cassette import Recording
+from .._exceptions import UnsupportedHttpx
+from .._session import RequestInfo, Session, Tape, intercepting_session
+from ._httpx import is_stream
 
 __all__ = ["Urllib3Adapter"]
 
