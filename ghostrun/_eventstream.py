@@ -185,7 +185,10 @@ def _frame_bytes(frame: Any) -> bytes:
     if len(payloads) != 1 or len(frame) != 2:
         raise ValueError(f"an eventstream frame has one payload (json, text or base64): {frame!r}")
     headers = [_header_pair(header) for header in frame["headers"]]
-    return encode_frame(headers, _PAYLOADS[payloads[0]](frame[payloads[0]]))
+    try:
+        return encode_frame(headers, _PAYLOADS[payloads[0]](frame[payloads[0]]))
+    except struct.error as exc:  # a number or a length out of its type's range
+        raise ValueError(f"eventstream frame {frame!r}: {exc}") from exc
 
 
 def _header_pair(header: Any) -> tuple[str, Any]:
