@@ -1,23 +1,23 @@
-"""urllib3 interception (DESIGN §1): the road of ``requests`` and botocore/boto3.
+"""urllib3 (2.x): the road of ``requests`` and botocore/boto3 (DESIGN §1).
 
-The hook is ``HTTPConnectionPool._make_request``, which urllib3 2.x calls
-once per attempt with a connection from the pool that it has not yet opened:
+The hook is ``HTTPConnectionPool._make_request``, which urllib3 calls once
+per attempt with a connection from the pool that it has not opened yet:
 ``PoolManager``, ``requests`` and botocore (``URLLib3Session``) all send
 through it. ``urlopen`` around it keeps urllib3's own retries, redirects and
 pool bookkeeping, so they behave as they do live.
 
-For a provider host the request becomes a `RequestInfo` (the same key as
-httpx's) and is answered from the cassette, or sent for real and recorded.
-Either way the caller gets a real ``urllib3.HTTPResponse`` built the same
-way: over an ``http.client.HTTPResponse`` reading an in-memory wire (a status
-line, the framing header, then the body: one HTTP chunk per recorded chunk
-for a stream). So every way of reading (``preload_content``, ``read(amt)``,
-``stream()``, ``read_chunked()``, ``requests``' ``iter_content``) works as it
-does live, a stream comes back in its recorded chunks, and a recorded break
-ends the wire early, as a cut connection does. When recording, that wire is
-fed from the live response as the caller reads it, each chunk taped for the
-cassette: what the caller gets when recording is what it gets in replay.
-Bodies are decoded (no ``content-encoding``), as the cassette stores them.
+The hook only converts: the pool's request into the engine's terms, the
+engine's `Recording` into a real ``urllib3.HTTPResponse``, built the same way
+whether replayed or live: over an ``http.client.HTTPResponse`` that reads an
+in-memory wire (a status line, the framing header, then the body, one HTTP
+chunk per recorded chunk for a stream). So every way of reading
+(``preload_content``, ``read(amt)``, ``stream()``, ``read_chunked()``,
+``requests``' ``iter_content``) works as it does live, a stream comes back in
+its recorded chunks, and a recorded break ends the wire early, as a cut
+connection does. When recording, that wire is fed from the live response as
+the caller reads it, each chunk taped for the cassette: what the caller gets
+when recording is what it gets in replay. Bodies are handed on decoded (no
+``content-encoding``), as the cassette stores them.
 ``import ghostrun`` never imports urllib3: `Urllib3Adapter.check` does.
 """
 
@@ -37,15 +37,19 @@ from urllib.parse import unquote, urlsplit
 
 from .._cassette import Recording
 from .._exceptions import UnsupportedHttpx
-from .._session import RequestInfo, Session, Tape, intercepting_session
-from ._httpx import is_stream
+from ._engine import Exchange, Tape, is_stream, route
 
-__all__ = ["Urllib3Adapter"]
+__all__ = ["Urllib3Adapter", "adapters"]
 
-_DROPPED_HEADERS = frozenset({"content-length", "content-encoding", "transfer-encoding"})
 _HOOK_ARGS = ("response_conn", "preload_content", "decode_content")
 _RESPONSE_ARGS = ("original_response", "pool", "connection", "retries", "request_method")
 _END = b"0\r\n\r\n"
+
+UrlParts = tuple[str, str, int | None, str, str]
+
+
+def adapters() -> list[Urllib3Adapter]:
+    return [Urllib3Adapter()]
 
 
 class Urllib3Adapter:
@@ -70,7 +74,7 @@ class Urllib3Adapter:
     def install(self) -> Callable[[], None]:
         cls = self.module.connectionpool.HTTPConnectionPool
         original = cls.__dict__["_make_request"]
-        cls._make_request = _wrap_make_request(self.module, original)
+        cls._make_request = _hook(self.module, original)
 
         def restore() -> None:
             cls._make_request = original
@@ -94,7 +98,9 @@ def _missing_hook(urllib3: ModuleType) -> str | None:
     return None
 
 
-def _wrap_make_request(urllib3: ModuleType, original: Callable[..., Any]) -> Any:
+def _hook(urllib3: ModuleType, original: Callable[..., Any]) -> Any:
+    """A ``_make_request`` that answers a provider request from the cassette or records it."""
+
     @functools.wraps(original)
     def _make_request(
         self: Any,
@@ -106,74 +112,134 @@ def _wrap_make_request(urllib3: ModuleType, original: Callable[..., Any]) -> Any
         **kw: Any,
     ) -> Any:
         target = _target(self, url)
-        session = intercepting_session(target[1], target[2])
+        session = route(target[1], target[2], _Url(target))
         if session is None:
             return original(self, conn, method, url, body, headers, **kw)
         data = _body_bytes(body)
-        info = _describe(
-            session, method, target, self.headers if headers is None else headers, data
-        )
-        recording = session.plan(info)
-        build = functools.partial(_response, urllib3, self, method, url, kw)
+        pairs = _pairs(self.headers if headers is None else headers)
+        exchange = Exchange(session, method, target, pairs, data)
+        reply = _Reply(urllib3, self, method, url, kw)
+        recording = exchange.replay()
         if recording is not None:
-            return build(
-                recording.status,
-                recording.headers,
-                _replay_wire(recording),
-                stream=_is_chunked(recording),
-                connection=kw.get("response_conn"),
-            )
-        live = original(self, conn, method, url, data, headers, **{**kw, "preload_content": False})
-        return _record(urllib3, session, info, live, build)
+            return reply.replayed(recording)
+        with exchange.sending():
+            live = original(self, conn, method, url, data, headers, **_unloaded(kw))
+        return reply.recorded(exchange, live)
 
     return _make_request
 
 
-def _record(urllib3: ModuleType, session: Session, info: RequestInfo, live: Any, build: Any) -> Any:
-    """Send for real: tape a stream as the caller reads it, or read and commit a whole body."""
-    headers = _live_headers(live.headers)
-    if is_stream(live.headers.get("content-type", "")):
-        tape = Tape(session, info, live.status, headers)
-        wire = _relay(urllib3, live, tape)
-        return build(
-            live.status,
-            headers,
-            wire,
-            stream=True,
-            on_close=functools.partial(_abandon, live, tape),
+def _unloaded(kw: dict[str, Any]) -> dict[str, Any]:
+    """The live response is read by `_Reply.recorded`, which urllib3 must not do first."""
+    return {**kw, "preload_content": False}
+
+
+class _Reply:
+    """Builds the ``urllib3.HTTPResponse`` handed back for one request, replayed or live."""
+
+    def __init__(
+        self, urllib3: ModuleType, pool: Any, method: str, url: str, kw: dict[str, Any]
+    ) -> None:
+        self.urllib3, self.pool, self.method, self.url, self.kw = urllib3, pool, method, url, kw
+
+    def replayed(self, recording: Recording) -> Any:
+        """From the cassette; its pool connection (never opened) goes back once it is read."""
+        chunked, connection = _is_chunked(recording), self.kw.get("response_conn")
+        wire = _replay_wire(recording)
+        return self._response(recording.status, recording.headers, wire, chunked, connection)
+
+    def recorded(self, exchange: Exchange, live: Any) -> Any:
+        """Sent for real: tape a stream as the caller reads it, or read and record a whole body."""
+        headers = [(name.lower(), value) for name, value in live.headers.items()]
+        if not is_stream(live.headers.get("content-type", "")):
+            recording = exchange.record(live.status, headers, live.read(decode_content=True))
+            return self._response(recording.status, recording.headers, _replay_wire(recording))
+        tape = exchange.tape(live.status, headers)
+        wire = _relay(self.urllib3, live, tape)
+        on_close = functools.partial(_abandon, live, tape)
+        return self._response(tape.status, tape.headers, wire, True, on_close=on_close)
+
+    def _response(
+        self,
+        status: int,
+        headers: list[tuple[str, str]],
+        body: Iterator[bytes],
+        chunked: bool = False,
+        connection: Any = None,
+        on_close: Callable[[], None] | None = None,
+    ) -> Any:
+        """A real ``urllib3.HTTPResponse`` reading ``body`` (whole, or HTTP chunks) off a wire."""
+        reason = _reason(status)
+        if chunked:
+            framing = ("transfer-encoding", "chunked")
+        else:
+            whole = b"".join(body)
+            framing, body = ("content-length", str(len(whole))), iter([whole])
+        head = f"HTTP/1.1 {status} {reason}\r\n{framing[0]}: {framing[1]}\r\n\r\n"
+        socket = _Socket(_Wire(head.encode("latin-1"), body, on_close))
+        raw = http.client.HTTPResponse(socket, method=self.method)  # type: ignore[arg-type]
+        raw.begin()
+        kw = self.kw
+        return self.urllib3.HTTPResponse(
+            body=raw,
+            headers=self.urllib3.HTTPHeaderDict([*headers, framing]),
+            status=status,
+            version=11,
+            version_string="HTTP/1.1",
+            reason=reason,
+            preload_content=kw.get("preload_content", True),
+            decode_content=kw.get("decode_content", True),
+            original_response=raw,
+            pool=self.pool,
+            connection=connection,
+            retries=kw.get("retries"),
+            enforce_content_length=kw.get("enforce_content_length", True),
+            request_method=self.method,
+            request_url=self.url,
         )
-    recording = Recording(live.status, headers, live.read(decode_content=True))
-    session.commit(info, recording)
-    return build(recording.status, headers, _replay_wire(recording), stream=False)
 
 
 def _abandon(live: Any, tape: Tape) -> None:
-    """The caller closed a live stream before its end: keep what arrived."""
+    """The wire was closed: at its end (nothing left to do), or early: keep what arrived."""
     tape.finish()
     live.close()
 
 
-def _target(pool: Any, url: str) -> tuple[str, str, int | None, str, str]:
+# -- the request, in the engine's terms -------------------------------------------------
+
+
+def _target(pool: Any, url: str) -> UrlParts:
     """(scheme, host, port, path, query) of a request target: ``/path?q`` or, via a proxy, a URL."""
     if "://" in url[:12]:
         parts = urlsplit(url)
-        scheme, host, port, rest = parts.scheme, parts.hostname or "", parts.port, parts.path
-        query = parts.query
+        scheme, host, port, path, query = (
+            parts.scheme,
+            parts.hostname or "",
+            parts.port,
+            parts.path,
+            parts.query,
+        )
     else:
         scheme, host, port = pool.scheme, pool.host, pool.port
-        rest, _, query = url.partition("?")
-    return scheme, host, port, unquote(rest), query
+        path, _, query = url.partition("?")
+    return scheme, host, port, unquote(path), query  # the path decoded, as httpx's URL.path is
 
 
-def _describe(
-    session: Session,
-    method: str,
-    target: tuple[str, str, int | None, str, str],
-    headers: Any,
-    body: bytes,
-) -> RequestInfo:
-    pairs = [(_text(name).lower(), _text(value)) for name, value in headers.items()]
-    return session.describe(method, target, pairs, body)
+class _Url:
+    """The request's URL, spelled out only if the engine's unlisted-host warning asks for it."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, parts: UrlParts) -> None:
+        self.parts = parts
+
+    def __str__(self) -> str:
+        scheme, host, port, path, query = self.parts
+        return f"{scheme}://{host}:{port}{path}" + (f"?{query}" if query else "")
+
+
+def _pairs(headers: Any) -> list[tuple[str, str]]:
+    return [(_text(name).lower(), _text(value)) for name, value in headers.items()]
 
 
 def _text(value: str | bytes) -> str:
@@ -181,7 +247,7 @@ def _text(value: str | bytes) -> str:
 
 
 def _body_bytes(body: Any) -> bytes:
-    """The request body as bytes, whatever urllib3 was given (sent as these bytes instead)."""
+    """The request body as bytes, whatever urllib3 was given (and sent as these bytes)."""
     if body is None:
         return b""
     if isinstance(body, bytes):
@@ -199,10 +265,7 @@ def _as_bytes(data: str | bytes | bytearray | memoryview) -> bytes:
     return data.encode("utf-8") if isinstance(data, str) else bytes(data)
 
 
-def _live_headers(headers: Any) -> list[tuple[str, str]]:
-    """Response headers as handed on: the body is decoded, so its framing headers go."""
-    pairs = ((name.lower(), value) for name, value in headers.items())
-    return [(name, value) for name, value in pairs if name not in _DROPPED_HEADERS]
+# -- the response body, as it comes off the wire -----------------------------------------
 
 
 def _is_chunked(recording: Recording) -> bool:
@@ -244,49 +307,6 @@ def _live_chunks(live: Any) -> Iterable[bytes]:
 
 def _chunk(data: bytes) -> bytes:
     return b"%x\r\n%s\r\n" % (len(data), data)
-
-
-def _response(
-    urllib3: ModuleType,
-    pool: Any,
-    method: str,
-    url: str,
-    kw: dict[str, Any],
-    status: int,
-    headers: list[tuple[str, str]],
-    body: Iterator[bytes],
-    *,
-    stream: bool,
-    connection: Any = None,
-    on_close: Callable[[], None] | None = None,
-) -> Any:
-    """A real ``urllib3.HTTPResponse`` reading ``body`` (whole, or HTTP chunks) off a wire."""
-    reason = _reason(status)
-    if stream:
-        framing = ("transfer-encoding", "chunked")
-    else:
-        whole = b"".join(body)
-        framing, body = ("content-length", str(len(whole))), iter([whole])
-    head = f"HTTP/1.1 {status} {reason}\r\n{framing[0]}: {framing[1]}\r\n\r\n".encode("latin-1")
-    raw = http.client.HTTPResponse(_Socket(_Wire(head, body, on_close)), method=method)  # type: ignore[arg-type]
-    raw.begin()
-    return urllib3.HTTPResponse(
-        body=raw,
-        headers=urllib3.HTTPHeaderDict([*headers, framing]),
-        status=status,
-        version=11,
-        version_string="HTTP/1.1",
-        reason=reason,
-        preload_content=kw.get("preload_content", True),
-        decode_content=kw.get("decode_content", True),
-        original_response=raw,
-        pool=pool,
-        connection=connection,
-        retries=kw.get("retries"),
-        enforce_content_length=kw.get("enforce_content_length", True),
-        request_method=method,
-        request_url=url,
-    )
 
 
 def _reason(status: int) -> str:
