@@ -16,7 +16,7 @@ import urllib3
 from simulator import ProviderSimulator
 
 import ghostrun
-from ghostrun import PROVIDER_HOSTS, CacheMiss
+from ghostrun import PROVIDER_HOSTS, CacheMiss, CassetteError
 from ghostrun._hosts import HostMatcher
 
 MODEL = "anthropic.claude-3-haiku-20240307-v1:0"
@@ -244,3 +244,16 @@ def test_the_real_bedrock_host_is_intercepted_with_no_endpoint_given(cassette_di
     with pytest.raises(CacheMiss, match=r"bedrock-runtime\.us-east-1\.amazonaws\.com"):
         with ghostrun.session(mode="replay", cassette_dir=cassette_dir):  # no hosts= needed
             converse(client)
+
+
+def test_a_cassette_that_cannot_be_written_is_never_retried_by_botocore(
+    provider: ProviderSimulator, tmp_path: Path
+) -> None:
+    blocked = tmp_path / "a-file-not-a-directory"
+    blocked.write_text("")  # writing a cassette "inside" it fails, even as root
+    client = bedrock(provider.base_url, retries={"max_attempts": 5, "mode": "standard"})
+    with pytest.raises(CassetteError, match="a-file-not-a-directory"):
+        with ghostrun.session(mode="auto", cassette_dir=blocked, hosts=[provider.base_url]):
+            reply = converse(client)
+            assert reply[1] == "end_turn"  # handed on: the error waits for the session's exit
+    assert provider.served == 1

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
 import openai
 import orjson
 import pytest
@@ -389,3 +390,32 @@ def test_a_cassette_recorded_on_one_road_replays_on_the_other(
     assert live[0] == "Echo: same prompt either way"
     for path in cassette_dir.glob("*.json"):
         assert OPENAI_KEY not in path.read_text()
+
+
+class Urllib3Transport(httpx.BaseTransport):
+    """An httpx transport that sends through urllib3, as some clients are built."""
+
+    def __init__(self) -> None:
+        self.pool = urllib3.PoolManager()
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        reply = self.pool.request(
+            request.method, str(request.url), body=request.read(), headers=dict(request.headers)
+        )
+        return httpx.Response(reply.status, headers=list(reply.headers.items()), content=reply.data)
+
+
+def test_httpx_sending_through_urllib3_is_recorded_once_and_replayed_once(
+    provider: ProviderSimulator, cassette_dir: Path, urlopen_calls: list[str]
+) -> None:
+    url = provider.url("/v1/chat/completions")
+
+    def call() -> Any:
+        with httpx.Client(transport=Urllib3Transport()) as client:
+            return [client.post(url, json=chat("layered")).json()["id"] for _ in range(2)]
+
+    live, again = record_then_replay(provider, cassette_dir, call, requests=2)
+    assert again == live == ["chatcmpl-sim0001", "chatcmpl-sim0002"]
+    assert len(urlopen_calls) == 2  # urllib3 sent live, and was never asked in replay
+    (cassette,) = cassettes(cassette_dir)
+    assert len(cassette["responses"]) == 2
