@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -292,6 +294,44 @@ def test_non_provider_hosts_pass_through_untouched(
     assert not cassette_dir.exists()
 
 
+@pytest.fixture
+def https_proxy() -> Iterator[tuple[str, list[str]]]:
+    """A loopback HTTPS proxy that notes each CONNECT line and refuses it (it never connects on)."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    seen: list[str] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                seen.append(conn.makefile("rb").readline().decode().strip())
+                conn.sendall(b"HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\n\r\n")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{listener.getsockname()[1]}", seen
+    listener.close()
+    thread.join(timeout=5)
+
+
+def test_a_replay_never_opens_an_https_proxy_tunnel(
+    cassette_dir: Path, https_proxy: tuple[str, list[str]]
+) -> None:
+    proxy, seen = https_proxy
+    url = "https://api.openai.com/v1/chat/completions"
+    with pytest.raises(CacheMiss):
+        with ghostrun.session(mode="replay", cassette_dir=cassette_dir):
+            requests.post(url, json=chat("via a proxy"), proxies={"https": proxy})
+    assert seen == []  # the proxy would have connected to the provider
+    with pytest.raises(requests.exceptions.ProxyError):  # sending for real opens it, once
+        with ghostrun.session(mode="auto", cassette_dir=cassette_dir):
+            requests.post(url, json=chat("via a proxy"), proxies={"https": proxy})
+    assert len(seen) == 1 and seen[0].startswith("CONNECT api.openai.com:443 ")
+
+
 def test_unsupported_urllib3_fails_loudly_before_any_request(
     monkeypatch: pytest.MonkeyPatch, cassette_dir: Path
 ) -> None:
@@ -309,14 +349,21 @@ def test_unsupported_urllib3_fails_loudly_before_any_request(
     assert httpx2.Client.__dict__["_transport_for_url"] is httpx2_hook  # rolled back
 
 
-def test_the_hook_is_restored_by_identity_after_the_last_session(cassette_dir: Path) -> None:
-    pool = urllib3.connectionpool.HTTPConnectionPool
-    original = pool.__dict__["_make_request"]
+def test_the_hooks_are_restored_by_identity_after_the_last_session(cassette_dir: Path) -> None:
+    pools = urllib3.connectionpool
+
+    def hooks() -> tuple[Any, Any]:
+        return (
+            pools.HTTPConnectionPool.__dict__["_make_request"],
+            pools.HTTPSConnectionPool.__dict__["_prepare_proxy"],
+        )
+
+    originals = hooks()
     with ghostrun.session(cassette_dir=cassette_dir):
         with ghostrun.session(cassette_dir=cassette_dir):
-            assert pool.__dict__["_make_request"] is not original
-        assert pool.__dict__["_make_request"] is not original
-    assert pool.__dict__["_make_request"] is original
+            assert all(a is not b for a, b in zip(hooks(), originals, strict=True))
+        assert all(a is not b for a, b in zip(hooks(), originals, strict=True))
+    assert all(a is b for a, b in zip(hooks(), originals, strict=True))
 
 
 def test_import_ghostrun_never_imports_urllib3() -> None:

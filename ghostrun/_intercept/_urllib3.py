@@ -4,7 +4,9 @@ The hook is ``HTTPConnectionPool._make_request``, which urllib3 calls once
 per attempt with a connection from the pool that it has not opened yet:
 ``PoolManager``, ``requests`` and botocore (``URLLib3Session``) all send
 through it. ``urlopen`` around it keeps urllib3's own retries, redirects and
-pool bookkeeping, so they behave as they do live.
+pool bookkeeping, so they behave as they do live. The one thing ``urlopen``
+does on the network before it is the CONNECT to an HTTPS proxy, so
+``HTTPSConnectionPool._prepare_proxy`` is deferred to the moment of sending.
 
 The hook only converts: the pool's request into the engine's terms, the
 engine's `Recording` into a real ``urllib3.HTTPResponse``, built the same way
@@ -44,6 +46,7 @@ __all__ = ["Urllib3Adapter", "adapters"]
 _HOOK_ARGS = ("response_conn", "preload_content", "decode_content")
 _RESPONSE_ARGS = ("original_response", "pool", "connection", "retries", "request_method")
 _END = b"0\r\n\r\n"
+_TUNNEL = "_ghostrun_tunnel_pending"
 
 UrlParts = tuple[str, str, int | None, str, str]
 
@@ -72,12 +75,15 @@ class Urllib3Adapter:
         return True
 
     def install(self) -> Callable[[], None]:
-        cls = self.module.connectionpool.HTTPConnectionPool
-        original = cls.__dict__["_make_request"]
-        cls._make_request = _hook(self.module, original)
+        pools = self.module.connectionpool
+        make_request = pools.HTTPConnectionPool.__dict__["_make_request"]
+        open_tunnel = pools.HTTPSConnectionPool.__dict__["_prepare_proxy"]
+        pools.HTTPConnectionPool._make_request = _hook(self.module, make_request, open_tunnel)
+        pools.HTTPSConnectionPool._prepare_proxy = _defer_tunnel
 
         def restore() -> None:
-            cls._make_request = original
+            pools.HTTPConnectionPool._make_request = make_request
+            pools.HTTPSConnectionPool._prepare_proxy = open_tunnel
 
         return restore
 
@@ -90,6 +96,9 @@ def _missing_hook(urllib3: ModuleType) -> str | None:
         return "HTTPConnectionPool._make_request"
     if not set(_HOOK_ARGS) <= set(inspect.signature(make_request).parameters):
         return "HTTPConnectionPool._make_request(response_conn=, preload_content=, ...)"
+    https = getattr(urllib3.connectionpool, "HTTPSConnectionPool", None)
+    if not callable(getattr(https, "__dict__", {}).get("_prepare_proxy")):
+        return "HTTPSConnectionPool._prepare_proxy"
     response = getattr(urllib3, "HTTPResponse", None)
     if response is None or not callable(getattr(response, "read_chunked", None)):
         return "HTTPResponse.read_chunked"
@@ -98,8 +107,15 @@ def _missing_hook(urllib3: ModuleType) -> str | None:
     return None
 
 
-def _hook(urllib3: ModuleType, original: Callable[..., Any]) -> Any:
+def _hook(
+    urllib3: ModuleType, original: Callable[..., Any], open_tunnel: Callable[[Any, Any], None]
+) -> Any:
     """A ``_make_request`` that answers a provider request from the cassette or records it."""
+
+    def send(pool: Any, conn: Any, *args: Any, **kw: Any) -> Any:
+        if conn.__dict__.pop(_TUNNEL, False):
+            open_tunnel(pool, conn)
+        return original(pool, conn, *args, **kw)
 
     @functools.wraps(original)
     def _make_request(
@@ -114,7 +130,7 @@ def _hook(urllib3: ModuleType, original: Callable[..., Any]) -> Any:
         target = _target(self, url)
         session = route(target[1], target[2], _Url(target))
         if session is None:
-            return original(self, conn, method, url, body, headers, **kw)
+            return send(self, conn, method, url, body, headers, **kw)
         data = _body_bytes(body)
         pairs = _pairs(self.headers if headers is None else headers)
         exchange = Exchange(session, method, target, pairs, data)
@@ -123,10 +139,19 @@ def _hook(urllib3: ModuleType, original: Callable[..., Any]) -> Any:
         if recording is not None:
             return reply.replayed(recording)
         with exchange.sending():
-            live = original(self, conn, method, url, data, headers, **_unloaded(kw))
+            live = send(self, conn, method, url, data, headers, **_unloaded(kw))
         return reply.recorded(exchange, live)
 
     return _make_request
+
+
+def _defer_tunnel(pool: Any, conn: Any) -> None:
+    """``urlopen`` opens an HTTPS proxy's tunnel before ``_make_request``: only mark it.
+
+    The tunnel is opened when the request is sent (`_hook`), so a replayed
+    request never connects to the proxy, which would connect to the provider.
+    """
+    conn.__dict__[_TUNNEL] = True
 
 
 def _unloaded(kw: dict[str, Any]) -> dict[str, Any]:
