@@ -31,6 +31,7 @@ import importlib
 import importlib.util
 import inspect
 import io
+import re
 from collections.abc import Callable, Iterable, Iterator
 from http import HTTPStatus
 from types import ModuleType
@@ -47,6 +48,7 @@ _HOOK_ARGS = ("response_conn", "preload_content", "decode_content")
 _RESPONSE_ARGS = ("original_response", "pool", "connection", "retries", "request_method")
 _END = b"0\r\n\r\n"
 _TUNNEL = "_ghostrun_tunnel_pending"
+_HEADER_TEXT = re.compile(r"[\t\x20-\x7e\x80-\xff]*")
 
 UrlParts = tuple[str, str, int | None, str, str]
 
@@ -200,14 +202,14 @@ class _Reply:
         else:
             whole = b"".join(body)
             framing, body = ("content-length", str(len(whole))), iter([whole])
-        head = f"HTTP/1.1 {status} {reason}\r\n{framing[0]}: {framing[1]}\r\n\r\n"
-        socket = _Socket(_Wire(head.encode("latin-1"), body, on_close))
+        headers = [*headers, framing]
+        socket = _Socket(_Wire(_head(status, reason, headers), body, on_close))
         raw = http.client.HTTPResponse(socket, method=self.method)  # type: ignore[arg-type]
         raw.begin()
         kw = self.kw
         return self.urllib3.HTTPResponse(
             body=raw,
-            headers=self.urllib3.HTTPHeaderDict([*headers, framing]),
+            headers=self.urllib3.HTTPHeaderDict(headers),
             status=status,
             version=11,
             version_string="HTTP/1.1",
@@ -222,6 +224,18 @@ class _Reply:
             request_method=self.method,
             request_url=self.url,
         )
+
+
+def _head(status: int, reason: str, headers: list[tuple[str, str]]) -> bytes:
+    """Status line and headers, as a server sends them: ``requests`` reads its cookies here."""
+    lines = [f"HTTP/1.1 {status} {reason}"]
+    lines += [f"{name}: {value}" for name, value in headers if _one_line(name + value)]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+def _one_line(text: str) -> bool:
+    """Fits in one header line on the wire (a hand-edited cassette might hold anything)."""
+    return _HEADER_TEXT.fullmatch(text) is not None
 
 
 def _abandon(live: Any, tape: Tape) -> None:
