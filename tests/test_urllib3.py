@@ -118,6 +118,19 @@ def test_requests_iter_lines_and_small_chunks_replay_as_live(
     assert all(len(piece) <= 16 for piece in live[1])
 
 
+def test_requests_keeps_the_cookies_a_provider_sets_while_recording(
+    provider: ProviderSimulator, cassette_dir: Path
+) -> None:
+    provider.extra_response_headers = {"set-cookie": "__cf_bm=sim-cookie; path=/"}
+    http = requests.Session()
+    with ghostrun.session(mode="auto", cassette_dir=cassette_dir, hosts=[provider.base_url]):
+        reply = http.post(provider.url("/v1/chat/completions"), json=chat("cookies"))
+    assert reply.headers["set-cookie"] == "__cf_bm=sim-cookie; path=/"
+    assert http.cookies.get("__cf_bm") == "sim-cookie"  # as without ghostrun
+    (cassette,) = cassettes(cassette_dir)
+    assert "set-cookie" not in cassette["responses"][0]["headers"]  # never written
+
+
 def test_gzip_is_stored_decoded_and_handed_on_decoded_both_ways(
     provider: ProviderSimulator, cassette_dir: Path
 ) -> None:
