@@ -240,7 +240,7 @@ def test_a_bedrock_miss_reaches_the_test_once_past_botocores_retries(
 
 def test_the_real_bedrock_host_is_intercepted_with_no_endpoint_given(cassette_dir: Path) -> None:
     assert HostMatcher(PROVIDER_HOSTS)("bedrock-runtime.us-east-1.amazonaws.com", 443)
-    client = bedrock(None, placeholder=True, retries={"max_attempts": 1})
+    client = bedrock(None, placeholder=True, retries={"total_max_attempts": 1})
     with pytest.raises(CacheMiss, match=r"bedrock-runtime\.us-east-1\.amazonaws\.com"):
         with ghostrun.session(mode="replay", cassette_dir=cassette_dir):  # no hosts= needed
             converse(client)

@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import anthropic
+import boto3
+import botocore.config
 import groq
 import httpx
 import ollama
@@ -469,6 +471,112 @@ def test_streams_arrive_event_by_event(provider: ProviderSimulator, http: httpx.
 
     assert len(arrivals) == 8  # role, 5 pieces, finish, [DONE]
     assert arrivals[-1] - arrivals[0] >= 0.1
+
+
+# -- Bedrock (bedrock-runtime over botocore) ------------------------------------------------
+
+
+@pytest.fixture
+def bedrock(provider: ProviderSimulator, monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> Any:
+    """boto3's bedrock-runtime client on the simulator, with no user AWS config in the way."""
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    client = boto3.client(
+        "bedrock-runtime",
+        region_name="us-east-1",
+        endpoint_url=provider.base_url,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        config=botocore.config.Config(retries={"total_max_attempts": 1}),
+    )
+    yield client
+    client.close()
+
+
+BEDROCK_MODEL = "anthropic.claude-3-haiku-20240307-v1:0"
+BEDROCK_TOOLS = {
+    "tools": [{"toolSpec": {"name": "search_orders", "inputSchema": {"json": ORDER_SCHEMA}}}]
+}
+
+
+def bedrock_user(text: str) -> Any:
+    return [{"role": "user", "content": [{"text": text}]}]
+
+
+def test_bedrock_converse(provider: ProviderSimulator, bedrock: Any) -> None:
+    reply = bedrock.converse(modelId=BEDROCK_MODEL, messages=bedrock_user(PROMPT))
+    assert reply["output"]["message"] == {"role": "assistant", "content": [{"text": ECHO}]}
+    assert reply["stopReason"] == "end_turn" and reply["usage"]["totalTokens"] > 0
+    assert provider.last_request.path == "/model/anthropic.claude-3-haiku-20240307-v1%3A0/converse"
+    assert provider.last_request.headers["authorization"].startswith("AWS4-HMAC-SHA256 ")
+
+
+def test_bedrock_converse_stream_is_an_aws_event_stream(
+    provider: ProviderSimulator, bedrock: Any
+) -> None:
+    reply = bedrock.converse_stream(modelId=BEDROCK_MODEL, messages=bedrock_user(PROMPT))
+    events = list(reply["stream"])  # botocore checks every frame's CRCs
+    assert [next(iter(e)) for e in events] == [
+        "messageStart",
+        *["contentBlockDelta"] * 5,
+        "contentBlockStop",
+        "messageStop",
+        "metadata",
+    ]
+    assert "".join(e["contentBlockDelta"]["delta"]["text"] for e in events[1:6]) == ECHO
+    assert events[-1]["metadata"]["usage"]["totalTokens"] > 0
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_bedrock_tool_use(bedrock: Any, streamed: bool) -> None:
+    messages, tools = bedrock_user(ORDER_PROMPT), BEDROCK_TOOLS
+    if not streamed:
+        reply = bedrock.converse(modelId=BEDROCK_MODEL, messages=messages, toolConfig=tools)
+        (block,) = reply["output"]["message"]["content"]
+        assert block["toolUse"]["name"] == "search_orders"
+        assert block["toolUse"]["input"] == {"order_id": "A123"}
+        assert reply["stopReason"] == "tool_use"
+        return
+    stream = bedrock.converse_stream(modelId=BEDROCK_MODEL, messages=messages, toolConfig=tools)
+    events = list(stream["stream"])
+    start = next(e["contentBlockStart"]["start"] for e in events if "contentBlockStart" in e)
+    pieces = [e["contentBlockDelta"]["delta"]["toolUse"]["input"] for e in events[2:-3]]
+    assert start["toolUse"]["name"] == "search_orders"
+    assert json.loads("".join(pieces)) == {"order_id": "A123"}
+
+
+def test_bedrock_tool_result_gets_a_text_answer(bedrock: Any) -> None:
+    result = {"toolResult": {"toolUseId": "t1", "content": [{"text": "shipped"}]}}
+    messages = [
+        *bedrock_user(ORDER_PROMPT),
+        {
+            "role": "assistant",
+            "content": [{"toolUse": {"toolUseId": "t1", "name": "search_orders", "input": {}}}],
+        },
+        {"role": "user", "content": [result]},
+    ]
+    reply = bedrock.converse(modelId=BEDROCK_MODEL, messages=messages, toolConfig=BEDROCK_TOOLS)
+    assert reply["output"]["message"]["content"] == [{"text": "Echo: shipped"}]
+
+
+def test_bedrock_invoke_model_speaks_anthropic(bedrock: Any) -> None:
+    body = {"anthropic_version": "bedrock-2023-05-31", "max_tokens": 9, "messages": user(PROMPT)}
+    reply = bedrock.invoke_model(modelId=BEDROCK_MODEL, body=json.dumps(body))
+    answer = json.loads(reply["body"].read())
+    assert answer["content"] == [{"type": "text", "text": ECHO}]
+
+
+def test_bedrock_errors_are_typed_botocore_errors(
+    provider: ProviderSimulator, bedrock: Any
+) -> None:
+    provider.fail_next(429)
+    with pytest.raises(bedrock.exceptions.ThrottlingException, match="simulated 429"):
+        bedrock.converse(modelId=BEDROCK_MODEL, messages=bedrock_user(PROMPT))
+    provider.fail_next(400)
+    with pytest.raises(bedrock.exceptions.ValidationException):
+        bedrock.converse_stream(modelId=BEDROCK_MODEL, messages=bedrock_user(PROMPT))
 
 
 # -- faults ---------------------------------------------------------------------------------
