@@ -18,7 +18,9 @@ the frames it carried, each frame its headers, in order, and its payload
 
 A header with a string value is one ``"name: value"`` line; one of another
 type is a ``[name, value]`` pair whose value is a one-key object
-(``{"int": 5}``, ``{"bool": true}``, ``{"bytes": "<base64>"}``).
+(``{"int": 5}``, ``{"bool": true}``, ``{"bytes": "<base64>"}``). Bytes that
+are no whole frame of their chunk (a frame split by a chunk boundary, a
+stream cut mid-frame) are a ``{"base64": ...}`` piece of that chunk.
 Replay writes the frames again, CRCs included, and `encode_chunks` only
 chooses this form when doing so gives back exactly the bytes received (else
 the cassette keeps base64 chunks): replay is byte for byte, chunk for chunk.
@@ -57,21 +59,58 @@ _SEPARATOR = ": "
 
 
 def encode_chunks(chunks: list[bytes]) -> list[list[Frame]] | None:
-    """Each chunk as the frames it carried, or None if that form would lose a byte."""
-    encoded = []
+    """Each chunk as the frames it carried, or None if no frame can be read at all.
+
+    A frame that a chunk boundary splits, and bytes that are no frame (a
+    stream cut mid-frame), are kept as ``{"base64": ...}`` pieces of their
+    chunks; the frames around them stay readable.
+    """
+    data = b"".join(chunks)
+    frames, pos = [], 0
+    while (found := _read_frame(data, pos)) is not None:
+        frames.append((pos, found[1], found[0]))
+        pos = found[1]
+    if not frames:
+        return None
+    encoded, start = [], 0
     for chunk in chunks:
-        frames = read_frames(chunk)
-        if frames is None or b"".join(_frame_bytes(f) for f in frames) != chunk:
-            return None
-        encoded.append(frames)
-    return encoded
+        end = start + len(chunk)
+        encoded.append(_chunk_items(data, start, end, frames))
+        start = end
+    return encoded if decode_chunks(encoded) == chunks else None
+
+
+def _chunk_items(
+    data: bytes, start: int, end: int, frames: list[tuple[int, int, Frame]]
+) -> list[Frame]:
+    """The frames within ``data[start:end]``, and base64 pieces for the bytes around them."""
+    items: list[Frame] = []
+    pos = start
+    for frame_start, frame_end, frame in frames:
+        if frame_end <= start or frame_start >= end:
+            continue
+        if start <= frame_start and frame_end <= end:
+            items += _piece(data[pos:frame_start])
+            items.append(frame)
+            pos = frame_end
+    return items + _piece(data[pos:end])
+
+
+def _piece(data: bytes) -> list[Frame]:
+    return [{"base64": _b64(data)}] if data else []
 
 
 def decode_chunks(value: Any) -> list[bytes]:
     """Inverse of `encode_chunks`; ``ValueError`` names what is malformed."""
     if not isinstance(value, list) or not all(isinstance(chunk, list) for chunk in value):
         raise ValueError("an eventstream body is a list of chunks, each a list of frames")
-    return [b"".join(_frame_bytes(frame) for frame in chunk) for chunk in value]
+    return [b"".join(_item_bytes(item) for item in chunk) for chunk in value]
+
+
+def _item_bytes(item: Any) -> bytes:
+    if isinstance(item, dict) and list(item) == ["base64"]:
+        return base64.b64decode(item["base64"], validate=True)
+    return _frame_bytes(item)
 
 
 def encode_frame(headers: list[tuple[str, Any]], payload: bytes) -> bytes:

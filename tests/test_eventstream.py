@@ -86,17 +86,35 @@ def test_a_payload_that_json_would_change_is_kept_as_text_or_base64(
     assert decode_body(through_a_cassette({"eventstream": [[stored]]})) == [data]
 
 
+def test_a_frame_split_by_a_chunk_boundary_leaves_the_others_readable() -> None:
+    first, split, last = frame(b'{"n":1}'), frame(b'{"n":2}'), frame(b'{"n":3}')
+    chunks = [first + split[:20], split[20:] + last, b""]
+    stored = encode_chunks(chunks, EVENTSTREAM)["eventstream"]
+    assert [[next(iter(item)) for item in chunk] for chunk in stored] == [
+        ["headers", "base64"],
+        ["base64", "headers"],
+        [],
+    ]
+    assert stored[0][0]["json"] == {"n": 1} and stored[1][1]["json"] == {"n": 3}
+    assert decode_body(through_a_cassette({"eventstream": stored})) == chunks
+
+
+def test_a_stream_cut_mid_frame_keeps_its_whole_frames_readable() -> None:
+    chunks = [frame(), frame()[:30]]
+    stored = encode_chunks(chunks, EVENTSTREAM)["eventstream"]
+    assert "headers" in stored[0][0] and list(stored[1][0]) == ["base64"]
+    assert decode_body(through_a_cassette({"eventstream": stored})) == chunks
+
+
 @pytest.mark.parametrize(
     "chunks",
     [
-        pytest.param([frame()[:20], frame()[20:]], id="a chunk ends inside a frame"),
         pytest.param([frame()[:-1] + b"\x00"], id="a bad message CRC"),
         pytest.param([b"\x00" * 8 + frame()[8:]], id="a bad prelude"),
+        pytest.param([b"\xff not an event stream"], id="no frame at all"),
     ],
 )
-def test_bytes_that_are_not_whole_valid_frames_are_kept_as_base64_chunks(
-    chunks: list[bytes],
-) -> None:
+def test_bytes_with_no_valid_frame_are_kept_as_base64_chunks(chunks: list[bytes]) -> None:
     body = encode_chunks(chunks, EVENTSTREAM)
     assert list(body) == ["chunks_base64"]
     assert decode_body(body) == chunks
