@@ -257,3 +257,21 @@ def test_a_cassette_that_cannot_be_written_is_never_retried_by_botocore(
             reply = converse(client)
             assert reply[1] == "end_turn"  # handed on: the error waits for the session's exit
     assert provider.served == 1
+
+
+def test_a_converse_stream_cut_mid_way_replays_its_events_then_the_break(
+    provider: ProviderSimulator, cassette_dir: Path
+) -> None:
+    def call(client: Any) -> Any:
+        provider.break_stream_after(3)
+        events: list[Any] = []
+        with pytest.raises(Exception) as broke:  # whatever botocore raises live
+            events.extend(client.converse_stream(modelId=MODEL, messages=MESSAGES)["stream"])
+        return events, type(broke.value)
+
+    live, again = record_then_replay(provider, cassette_dir, call)
+    assert again == live and len(live[0]) == 3
+    assert issubclass(live[1], urllib3.exceptions.ProtocolError)  # botocore hands it on
+    (cassette,) = cassettes(cassette_dir)
+    assert len(cassette["responses"][0]["body"]["eventstream"]) == 3
+    assert "stream_error" in cassette["responses"][0]
