@@ -345,6 +345,15 @@ def test_a_replay_never_opens_an_https_proxy_tunnel(
     assert len(seen) == 1 and seen[0].startswith("CONNECT api.openai.com:443 ")
 
 
+def test_an_llm_call_to_an_unlisted_host_is_pointed_out(
+    provider: ProviderSimulator, cassette_dir: Path
+) -> None:
+    with pytest.warns(ghostrun.UnlistedHostWarning, match=rf"127\.0\.0\.1:{provider.port}"):
+        with ghostrun.session(mode="auto", cassette_dir=cassette_dir) as s:
+            requests.post(provider.url("/v1/chat/completions?x=1"), json=chat("unlisted"))
+    assert s.passed_through == 1 and provider.served == 1 and not cassette_dir.exists()
+
+
 def test_unsupported_urllib3_fails_loudly_before_any_request(
     monkeypatch: pytest.MonkeyPatch, cassette_dir: Path
 ) -> None:
