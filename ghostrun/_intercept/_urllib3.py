@@ -48,6 +48,7 @@ _HOOK_ARGS = ("response_conn", "preload_content", "decode_content")
 _RESPONSE_ARGS = ("original_response", "pool", "connection", "retries", "request_method")
 _END = b"0\r\n\r\n"
 _TUNNEL = "_ghostrun_tunnel_pending"
+_DEFAULT_PORTS = {"http": 80, "https": 443}
 _HEADER_TEXT = re.compile(r"[\t\x20-\x7e\x80-\xff]*")
 
 UrlParts = tuple[str, str, int | None, str, str]
@@ -274,7 +275,8 @@ class _Url:
 
     def __str__(self) -> str:
         scheme, host, port, path, query = self.parts
-        return f"{scheme}://{host}:{port}{path}" + (f"?{query}" if query else "")
+        netloc = host if port in (None, _DEFAULT_PORTS.get(scheme)) else f"{host}:{port}"
+        return f"{scheme}://{netloc}{path}" + (f"?{query}" if query else "")
 
 
 def _pairs(headers: Any) -> list[tuple[str, str]]:
