@@ -14,7 +14,9 @@ distinguishable responses (needed to test ordered replay).
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import dataclasses
 import gzip
 import hashlib
 import json
@@ -699,6 +701,18 @@ class ProviderSimulator:
         """InvokeModel with an Anthropic model: the body and the answer are Anthropic's."""
         return _aws_request_id(self._anthropic_messages(call), call.seq)
 
+    def _bedrock_invoke_stream(self, call: _Call) -> _Reply:
+        """InvokeModelWithResponseStream: each Anthropic stream event, base64, in a chunk frame."""
+        streamed = dataclasses.replace(call.request, json={**call.body, "stream": True})
+        sse = self._anthropic_messages(dataclasses.replace(call, request=streamed))
+        events = [json.loads(e.split(b"data: ", 1)[1]) for e in sse.events or []]
+        frames = [
+            _aws_event("chunk", {"bytes": base64.b64encode(_aws_payload(e)).decode()})
+            for e in events
+        ]
+        reply = _Reply(content_type="application/vnd.amazon.eventstream", events=frames)
+        return _aws_request_id(reply, call.seq)
+
     # -- pass-through helpers ----------------------------------------------------
 
     def _plain(self, call: _Call) -> _Reply:
@@ -731,6 +745,11 @@ _ROUTES: list[tuple[str, re.Pattern[str], Callable[[ProviderSimulator, _Call], _
             ProviderSimulator._bedrock_converse_stream,
         ),
         ("POST", r"/model/(?P<model>[^/]+)/invoke", ProviderSimulator._bedrock_invoke),
+        (
+            "POST",
+            r"/model/(?P<model>[^/]+)/invoke-with-response-stream",
+            ProviderSimulator._bedrock_invoke_stream,
+        ),
         ("GET", r"/plain", ProviderSimulator._plain),
         ("GET", r"/echo-json", ProviderSimulator._echo_json),
     ]

@@ -197,6 +197,26 @@ def test_invoke_model_replays(provider: ProviderSimulator, cassette_dir: Path) -
     assert again == live and live[1] == [{"type": "text", "text": "Echo: hello invoke"}]
 
 
+def test_invoke_model_with_response_stream_replays_chunk_for_chunk(
+    provider: ProviderSimulator, cassette_dir: Path
+) -> None:
+    body = {
+        "anthropic_version": "bedrock-2023-05-31",
+        "max_tokens": 64,
+        "messages": [{"role": "user", "content": "stream it"}],
+    }
+
+    def call(client: Any) -> Any:
+        reply = client.invoke_model_with_response_stream(modelId=MODEL, body=orjson.dumps(body))
+        return [orjson.loads(event["chunk"]["bytes"]) for event in reply["body"]]
+
+    live, again = record_then_replay(provider, cassette_dir, call)
+    assert again == live and live[-1]["type"] == "message_stop"
+    (cassette,) = cassettes(cassette_dir)
+    frames = [chunk[0] for chunk in cassette["responses"][0]["body"]["eventstream"]]
+    assert frames[0]["headers"][0] == ":event-type: chunk" and "bytes" in frames[0]["json"]
+
+
 def test_no_aws_credential_lands_in_the_cassette(
     provider: ProviderSimulator, cassette_dir: Path
 ) -> None:

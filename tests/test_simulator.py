@@ -568,6 +568,15 @@ def test_bedrock_invoke_model_speaks_anthropic(bedrock: Any) -> None:
     assert answer["content"] == [{"type": "text", "text": ECHO}]
 
 
+def test_bedrock_invoke_model_with_response_stream_speaks_anthropic(bedrock: Any) -> None:
+    body = {"anthropic_version": "bedrock-2023-05-31", "max_tokens": 9, "messages": user(PROMPT)}
+    reply = bedrock.invoke_model_with_response_stream(modelId=BEDROCK_MODEL, body=json.dumps(body))
+    events = [json.loads(e["chunk"]["bytes"]) for e in reply["body"]]
+    assert events[0]["type"] == "message_start" and events[-1]["type"] == "message_stop"
+    deltas = [e["delta"]["text"] for e in events if e["type"] == "content_block_delta"]
+    assert "".join(deltas) == ECHO
+
+
 def test_bedrock_errors_are_typed_botocore_errors(
     provider: ProviderSimulator, bedrock: Any
 ) -> None:
