@@ -32,6 +32,7 @@ from typing import Any, Literal
 
 import orjson
 
+from ._eventstream import decode_chunks
 from ._exceptions import CassetteError
 from ._files import read_bytes
 
@@ -316,6 +317,14 @@ def _base64_list(value: Any, where: str) -> None:
         _base64(item, _child(where, index))
 
 
+def _eventstream(value: Any, where: str) -> None:
+    """AWS event-stream chunks: every frame is checked by writing it (``_eventstream``)."""
+    try:
+        decode_chunks(value)
+    except ValueError as exc:
+        raise Invalid(where, str(exc)) from None
+
+
 BODY_KINDS: dict[str, _Check] = {
     "json": _any_json,
     "text": _str,
@@ -324,6 +333,7 @@ BODY_KINDS: dict[str, _Check] = {
     "ndjson": _str_list,
     "chunks": _str_list,
     "chunks_base64": _base64_list,
+    "eventstream": _eventstream,
 }
 """Each body encoding (the body's one key) and the check of its value."""
 

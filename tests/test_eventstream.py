@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from ghostrun import CassetteError
-from ghostrun._cassette import decode_body, encode_chunks, read_replies
+from ghostrun._cassette import decode_body, encode_chunks, read_run
 from ghostrun._eventstream import decode_chunks, encode_frame, read_frames
 from ghostrun._files import dump_json
 
@@ -143,9 +143,11 @@ def test_a_malformed_eventstream_body_is_a_cassette_error_naming_the_file(
 ) -> None:
     path = tmp_path / "broken.json"
     response = {"status": 200, "headers": {}, "body": {"eventstream": bad}}
-    path.write_bytes(dump_json({"version": 1, "key": "k", "request": {}, "responses": [response]}))
-    with pytest.raises(CassetteError, match=r"broken\.json"):
-        read_replies(str(path))
+    request = {"method": "POST", "url": "http://h/model/m/converse-stream", "headers": {}}
+    document = {"version": 1, "key": "broken", "request": request, "responses": [response]}
+    path.write_bytes(dump_json(document))
+    with pytest.raises(CassetteError, match=r"broken\.json.*responses\[0\]\.body\.eventstream"):
+        read_run(str(path), None)
 
 
 def test_frames_carry_the_crc32_of_prelude_and_message() -> None:
