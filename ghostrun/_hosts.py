@@ -2,7 +2,10 @@
 
 Everything else passes through untouched. A pattern is a host name (which
 also matches its subdomains), a ``*`` wildcard (``bedrock-runtime.*.amazonaws.com``),
-or either of these with a ``:port``.
+or either of these with a ``:port``; an IPv6 address with a port is written in
+brackets (``[::1]:8080``). ``localhost``, ``127.0.0.1`` and ``::1`` are one host,
+in patterns and in requests alike: ``localhost:11434`` matches the ollama
+client's ``127.0.0.1:11434``.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from fnmatch import fnmatchcase
 
-__all__ = ["PROVIDER_HOSTS", "HostMatcher"]
+__all__ = ["PROVIDER_HOSTS", "HostMatcher", "host_name"]
 
 PROVIDER_HOSTS: tuple[str, ...] = (
     "api.openai.com",
@@ -47,6 +50,10 @@ PROVIDER_HOSTS: tuple[str, ...] = (
 )
 
 
+_LOOPBACK = "localhost"
+_LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
 class HostMatcher:
     """Answers "is this host a provider?" in one dict lookup after the first time."""
 
@@ -57,30 +64,43 @@ class HostMatcher:
     def __call__(self, host: str, port: int | None = None) -> bool:
         found = self._cache.get((host, port))
         if found is None:
-            found = self._cache[(host, port)] = self._match(host.lower(), port)
+            found = self._cache[(host, port)] = self._match(host_name(host), port)
         return found
 
     def _match(self, host: str, port: int | None) -> bool:
         return any(_matches(pattern, host, port) for pattern in self.patterns)
 
 
-def _pattern(text: str) -> str:
-    """Accept what users paste: ``https://host:port/v1`` means ``host:port``."""
+def host_name(host: str) -> str:
+    """A host as matched: lower case, IPv6 brackets off, every loopback spelling one name."""
+    name = host.lower()
+    if name.startswith("[") and name.endswith("]"):
+        name = name[1:-1]
+    return _LOOPBACK if name in _LOOPBACK_NAMES else name
+
+
+def _pattern(text: str) -> tuple[str, str]:
+    """Accept what users paste: ``https://host:port/v1`` means ``host:port``.
+
+    Returns the host name (as `host_name` spells it) and the port, ``""`` for any port.
+    """
     text = text.strip().lower()
     if "://" in text:
         text = text.split("://", 1)[1]
-    return text.split("/", 1)[0]
+    text = text.split("/", 1)[0]
+    if text.startswith("["):  # [::1] or [::1]:8080
+        name, _sep, rest = text[1:].partition("]")
+        return host_name(name), rest[1:] if rest.startswith(":") and rest[1:].isdigit() else ""
+    name, sep, port = text.rpartition(":")
+    if sep and port.isdigit() and ":" not in name:
+        return host_name(name), port
+    return host_name(text), ""  # no port, or a bare IPv6 address
 
 
-def _matches(pattern: str, host: str, port: int | None) -> bool:
-    name, sep, want_port = pattern.rpartition(":") if _has_port(pattern) else (pattern, "", "")
-    if sep and str(port) != want_port:
+def _matches(pattern: tuple[str, str], host: str, port: int | None) -> bool:
+    name, want_port = pattern
+    if want_port and str(port) != want_port:
         return False
     if "*" in name:
         return fnmatchcase(host, name)
     return host == name or host.endswith("." + name)
-
-
-def _has_port(pattern: str) -> bool:
-    _head, sep, tail = pattern.rpartition(":")
-    return bool(sep) and tail.isdigit() and "]" not in tail
