@@ -8,6 +8,7 @@ modes, the judge, the pytest plugin and the CLI.
 from __future__ import annotations
 
 import importlib
+import os as _os
 from typing import TYPE_CHECKING, Any
 
 from ._config import configure
@@ -46,6 +47,10 @@ _LAZY = {
     "expect": "_expect",
     "expect_tool_calls": "_expect",
 }
+
+
+if _os.environ.get("GHOSTRUN_MODE"):  # replay guards the whole process (see _guard)
+    importlib.import_module("._guard", __name__).install_for_suite()
 
 
 def __getattr__(name: str) -> Any:

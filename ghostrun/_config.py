@@ -11,7 +11,7 @@ from typing import Any, Literal
 from ._modes import Mode, parse_mode
 from ._telemetry import UrlList
 
-__all__ = ["configure", "settings"]
+__all__ = ["block_network_default", "configure", "settings"]
 
 DEFAULT_CASSETTE_DIR = ".ghostrun_cache"
 _UNSET: Any = object()
@@ -43,6 +43,19 @@ class Settings:
 
 
 settings = Settings()
+
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
+
+
+def block_network_default() -> bool:
+    """``block_network`` for a session that does not say (pytest's flag sets the variable)."""
+    value = os.environ.get("GHOSTRUN_BLOCK_NETWORK", "").strip().lower()
+    if value in _TRUE or value in _FALSE:
+        return value in _TRUE
+    raise ValueError(
+        f"invalid GHOSTRUN_BLOCK_NETWORK {value!r}: expected 1 (refuse every non-loopback "
+        "connection in replay mode) or 0"
+    )
 
 
 def configure(

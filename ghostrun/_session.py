@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 from urllib.parse import parse_qsl
 
 from ._cassette import Cassette, Recording, encode_body, encode_response, read_run
-from ._config import settings
+from ._config import block_network_default, settings
 from ._exceptions import CacheMiss
 from ._files import ensure_dir
 from ._hosts import PROVIDER_HOSTS, HostMatcher
@@ -118,6 +118,7 @@ class Session:
         ignore_fields: Iterable[str] = (),
         redact: Redactor | None = None,
         ignore_urls: Iterable[str] = (),
+        block_network: bool | None = None,
     ) -> None:
         if mode is not None:
             parse_mode(mode)  # an invalid mode fails here, where it was written
@@ -133,6 +134,7 @@ class Session:
             "ignore_fields": ignore_fields,
             "redact": redact,
             "ignore_urls": ignore_urls,
+            "block_network": block_network,
         }
         self._code_mode = mode
         self._code_cassette_dir = cassette_dir
@@ -156,6 +158,8 @@ class Session:
         self.cassette_dir: Path = settings.resolve_cassette_dir(self._code_cassette_dir)
         self._prefix = os.path.join(self.cassette_dir, "")  # + key + ".json": once per request
         self.name: str | None = self._code_name or current_test_id()
+        explicit = self._arguments["block_network"]
+        self.block_network = block_network_default() if explicit is None else bool(explicit)
         self._ignore = split_field_paths(self.ignore_fields)
         self._matcher = HostMatcher(PROVIDER_HOSTS + settings.extra_hosts() + self.hosts)
         self._cursor: dict[str, int] = {}  # per key: the next response of its run to use
@@ -181,6 +185,10 @@ class Session:
             if self._depth == 0:
                 self._resolve()
             _patches().acquire()
+            if self.mode is Mode.REPLAY:
+                from . import _guard
+
+                _guard.acquire()
             self._depth += 1
         _context_stack.set((*_context_stack.get(), self))
         with _global_lock:
@@ -201,6 +209,10 @@ class Session:
         with self._lock:
             self._depth -= 1
             _patches().release()
+            if self.mode is Mode.REPLAY:
+                from . import _guard
+
+                _guard.release()
             if self._depth:
                 return
             unraised, self._unraised = self._unraised, []
@@ -421,6 +433,10 @@ class Session:
             f"recorded or replayed (session {self.name or '(unnamed)'}). Run this test "
             "with GHOSTRUN_MODE=auto against the real provider, or keep it out of replay."
         )
+        return self.book(miss)
+
+    def book(self, miss: CacheMiss) -> CacheMiss:
+        """Count a miss raised here; one the code under test swallows is raised at exit."""
         self.misses.append(miss)
         self._unraised.append(miss)
         return miss
@@ -428,10 +444,7 @@ class Session:
     def _miss(self, info: RequestInfo) -> CacheMiss:
         from ._miss import describe_miss
 
-        miss = CacheMiss(describe_miss(info, self, self._ignore))
-        self.misses.append(miss)
-        self._unraised.append(miss)
-        return miss
+        return self.book(CacheMiss(describe_miss(info, self, self._ignore)))
 
 
 session = Session

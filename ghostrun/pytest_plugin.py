@@ -8,6 +8,12 @@
   ``GHOSTRUN_MODE`` for the subprocesses the tests start.
 - ``--ghostrun-mode MODE``: the same switch by name (``auto``, ``record``,
   ``replay``, or vcrpy's ``none``, ``new_episodes``, ``all``; see `_modes`).
+- ``--ghostrun-block-network``: in replay, refuse every non-loopback connection
+  (``block_network`` for every session that does not say otherwise; exported as
+  ``GHOSTRUN_BLOCK_NETWORK=1``).
+- the guard (``ghostrun._guard``) for the whole run when the suite-wide mode is
+  ``replay`` (flag or ``GHOSTRUN_MODE``): a provider connection that no session
+  governs is refused too.
 - ``--ghostrun-cassette-dir DIR`` (or the ini option ``ghostrun_cassette_dir``):
   the default cassette directory (``configure(cassette_dir=...)``; a session's
   own ``cassette_dir=`` still wins).
@@ -45,10 +51,10 @@ from typing import Any
 
 import pytest
 
-from . import _runlog
+from . import _guard, _runlog
 from ._config import settings
 from ._exceptions import CacheMiss
-from ._modes import VCR_ALIASES, Mode, parse_mode
+from ._modes import VCR_ALIASES, Mode, parse_mode, suite_mode
 from ._session import Session
 
 __all__ = ["ghostrun_session"]
@@ -56,10 +62,11 @@ __all__ = ["ghostrun_session"]
 _SESSION = pytest.StashKey[Session]()
 _EXCEPTION = pytest.StashKey[BaseException]()
 _WORKER_OUTPUT = "ghostrun_runlog"
+_EXPORTED = ("GHOSTRUN_MODE", "GHOSTRUN_BLOCK_NETWORK")
 _MARKER_HELP = (
     "ghostrun(**session_kwargs): run the test inside a ghostrun session named by its node id; "
     "the keyword arguments are ghostrun.session()'s (mode, cassette_dir, hosts, ignore_fields, "
-    "redact)."
+    "redact, block_network)."
 )
 
 
@@ -85,6 +92,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="the suite-wide mode by name: auto, record or replay (vcrpy's none, new_episodes "
         "and all work too); beats GHOSTRUN_MODE and modes written in code.",
+    )
+    group.addoption(
+        "--ghostrun-block-network",
+        action="store_true",
+        default=False,
+        help="in replay mode, refuse every connection that is not to loopback (127.0.0.0/8, "
+        "::1, localhost), as GHOSTRUN_BLOCK_NETWORK=1 does.",
     )
     group.addoption(
         "--ghostrun-cassette-dir",
@@ -145,12 +159,20 @@ class _Ghostrun:
         self.outcomes: dict[str, str] = {}
         self.errors: list[Exception] = []
         self._restore_settings = (settings.suite_mode, settings.cassette_dir)
-        self._restore_env = os.environ.get("GHOSTRUN_MODE")
+        self._restore_env = {name: os.environ.get(name) for name in _EXPORTED}
         self._restore_log = _runlog.swap(_runlog.RunLog())
         self._restore_autoflush = _runlog.set_autoflush(False)
         if mode is not None:
             settings.suite_mode = mode
             os.environ["GHOSTRUN_MODE"] = mode.value  # for the subprocesses tests start
+        if config.getoption("ghostrun_block_network"):
+            os.environ["GHOSTRUN_BLOCK_NETWORK"] = "1"  # read by every session, and subprocesses
+        try:
+            self.guarded = suite_mode() is Mode.REPLAY
+        except ValueError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        if self.guarded:
+            _guard.acquire()
         cassette_dir = config.getoption("ghostrun_cassette_dir") or config.getini(
             "ghostrun_cassette_dir"
         )
@@ -161,10 +183,13 @@ class _Ghostrun:
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         settings.suite_mode, settings.cassette_dir = self._restore_settings
-        if self._restore_env is None:
-            os.environ.pop("GHOSTRUN_MODE", None)
-        else:
-            os.environ["GHOSTRUN_MODE"] = self._restore_env
+        for name, value in self._restore_env.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        if self.guarded:
+            _guard.release()
         _runlog.swap(self._restore_log)
         _runlog.set_autoflush(self._restore_autoflush)
 

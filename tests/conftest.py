@@ -11,7 +11,14 @@ from simulator import ProviderSimulator
 
 # Variables that would change ghostrun's mode, paths or hosts behind a test's back
 # (CI=true on hosted CI flips the default mode to replay).
-_ISOLATED_ENV = ("GHOSTRUN_MODE", "GHOSTRUN_CASSETTE_DIR", "GHOSTRUN_HOSTS", "CI", "OLLAMA_HOST")
+_ISOLATED_ENV = (
+    "GHOSTRUN_MODE",
+    "GHOSTRUN_CASSETTE_DIR",
+    "GHOSTRUN_HOSTS",
+    "GHOSTRUN_BLOCK_NETWORK",
+    "CI",
+    "OLLAMA_HOST",
+)
 
 
 @pytest.fixture(autouse=True)
