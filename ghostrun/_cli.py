@@ -4,6 +4,7 @@
     ghostrun check                      cassettes and verdicts the last run did not use; misses
     ghostrun prune                      delete what ``check`` reports as unused
     ghostrun show KEY|PATH              one cassette or verdict, readable
+    ghostrun calibrate LABELS           how often the judge agrees with your labels
 
 Every command takes ``--cassette-dir`` (default: ``GHOSTRUN_CASSETTE_DIR``,
 then ``.ghostrun_cache``). Exit status: 0 fine, 1 the finding the command
@@ -28,10 +29,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import __version__, _diff, _inventory, _runlog, _show, _validate
+from . import __version__, _calibrate, _diff, _inventory, _runlog, _show, _validate
 from ._config import settings
-from ._exceptions import CassetteError
-from ._files import read_json
+from ._exceptions import CacheMiss, CassetteError, JudgeUnavailable
+from ._files import read_json, write_atomic
+from ._judges import judge_from_spec
+from ._modes import Mode
 
 __all__ = ["main"]
 
@@ -134,6 +137,7 @@ def _parser() -> argparse.ArgumentParser:
         "KEY is a cassette key or verdict key (a unique prefix will do); PATH a file.",
     )
     show.add_argument("target", metavar="KEY|PATH")
+    _calibrate_command(commands, common)
     return parser
 
 
@@ -431,6 +435,111 @@ def _json_files(directory: Path) -> list[Path]:
     if not directory.is_dir():
         return []
     return sorted(p for p in directory.glob("*.json") if not p.name.startswith("."))
+
+
+# -- calibrate -------------------------------------------------------------------------------
+
+
+def _calibrate_command(commands: Any, common: argparse.ArgumentParser) -> None:
+    calibrate = _command(
+        commands,
+        "calibrate",
+        _run_calibrate,
+        common,
+        "measure the judge against your labelled cases: accuracy, kappa, flip rate per vote count",
+        "LABELS is a JSON Lines file of {text, criterion, kind?, expected: PASS|FAIL} cases. "
+        "Gradings are cached under calibration/ in the cassette directory, like verdicts, so "
+        "a second run sends nothing and replay works offline; the figures are kept there for "
+        "the failure messages of judged assertions (configure(min_judge_kappa=...)). "
+        "--from-verdicts DIR writes the cached verdicts of DIR as cases for you to label. "
+        "Exit status 1 when a vote count falls short of --min-kappa.",
+    )
+    calibrate.add_argument("labels", nargs="?", metavar="LABELS", type=Path)
+    calibrate.add_argument(
+        "--judge",
+        metavar="SPEC",
+        help="ollama[:MODEL] (default), openai:MODEL with --judge-url, or package.module:name",
+    )
+    calibrate.add_argument("--judge-url", metavar="URL", help="the judge's server")
+    calibrate.add_argument(
+        "--votes", type=_vote_counts, default=(1,), help="vote counts to compare (1,3,5)"
+    )
+    calibrate.add_argument("--repeats", type=int, default=1, help="grade each case N times")
+    calibrate.add_argument("--mode", choices=[m.value for m in Mode], help="auto, record, replay")
+    calibrate.add_argument("--format", choices=_calibrate.FORMATS, default="table")
+    calibrate.add_argument(
+        "--no-negation", action="store_true", help="skip asking intent cases the opposite way"
+    )
+    calibrate.add_argument("--no-save", action="store_true", help="keep no figures on disk")
+    calibrate.add_argument("--min-kappa", type=float, metavar="K", help="exit 1 below this")
+    calibrate.add_argument(
+        "--from-verdicts", metavar="DIR", type=Path, help="export cached verdicts to label"
+    )
+    calibrate.add_argument("--output", "-o", metavar="FILE", type=Path, help="write here")
+
+
+def _vote_counts(text: str) -> tuple[int, ...]:
+    try:
+        counts = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        counts = ()
+    if not counts or min(counts) < 1:
+        raise argparse.ArgumentTypeError(f"expected vote counts like 1,3,5, got {text!r}")
+    return counts
+
+
+def _run_calibrate(args: argparse.Namespace) -> int:
+    if args.from_verdicts is not None:
+        return _export_verdicts(args)
+    if args.labels is None:
+        raise _UsageError("give a labels file (LABELS), or --from-verdicts DIR to make one")
+    directory: Path = args.cassette_dir or settings.resolve_cassette_dir()
+    try:
+        cases = _calibrate.load_cases(args.labels)
+        judge = judge_from_spec(args.judge, args.judge_url)
+        report = _calibrate.calibrate(
+            cases,
+            judge,
+            cassette_dir=directory,
+            votes=args.votes,
+            repeats=args.repeats,
+            mode=Mode(args.mode) if args.mode else None,
+            negation=not args.no_negation,
+            labels=args.labels.name,
+        )
+    except ValueError as exc:
+        raise _UsageError(str(exc)) from None
+    except (CacheMiss, JudgeUnavailable) as exc:
+        print(f"ghostrun calibrate: {exc}", file=sys.stderr)
+        return 2
+    if not args.no_save:
+        _calibrate.save(report, directory)
+    _write(args.output, _calibrate.render(report, args.format))
+    short = [r for r in report.results if not _meets(r.agreement.kappa, args.min_kappa)]
+    return 1 if short else 0
+
+
+def _meets(kappa: float | None, bar: float | None) -> bool:
+    return bar is None or (kappa is not None and kappa >= bar)
+
+
+def _export_verdicts(args: argparse.Namespace) -> int:
+    try:
+        rows = _calibrate.export_verdicts(args.from_verdicts)
+    except ValueError as exc:
+        raise _UsageError(str(exc)) from None
+    ascii_only = args.output is None  # a console may not show every character
+    _write(args.output, "".join(json.dumps(r, ensure_ascii=ascii_only) + "\n" for r in rows))
+    if args.output is not None:
+        print(f"wrote {_plural(len(rows), 'case')} to label to {args.output}", file=sys.stderr)
+    return 0
+
+
+def _write(path: Path | None, text: str) -> None:
+    if path is None:
+        _out(text)
+    else:
+        write_atomic(path, text.encode("utf-8"))
 
 
 def _first_line(text: str) -> str:

@@ -28,6 +28,7 @@ class Settings:
     ignore_urls: tuple[str, ...] = ()
     judge: Any = None
     on_judge_unavailable: Literal["error", "skip"] | None = None
+    min_judge_kappa: float | None = None  # below it, a judged failure says so (_calibrate)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def resolve_cassette_dir(self, explicit: str | os.PathLike[str] | None = None) -> Path:
@@ -66,12 +67,15 @@ def configure(
     ignore_urls: Iterable[str] | None = _UNSET,
     judge: Any = _UNSET,
     on_judge_unavailable: Literal["error", "skip"] | None = _UNSET,
+    min_judge_kappa: float | None = _UNSET,
 ) -> None:
     """Set suite-wide defaults; pass ``None`` to return one to its default.
 
     A mode set here is a mode written in code: a session's own ``mode=`` beats
     it, and ``GHOSTRUN_MODE`` (or a pytest flag) beats both. ``ignore_urls``
     extends the telemetry URLs that are never recorded (see ``_telemetry``).
+    ``min_judge_kappa`` is the agreement with your labels (``ghostrun calibrate``)
+    below which a judged failure warns that the judge, not the app, may be wrong.
     """
     if mode is not _UNSET:
         settings.mode = None if mode is None else parse_mode(mode)
@@ -91,3 +95,12 @@ def configure(
                 f"invalid on_judge_unavailable {on_judge_unavailable!r}: expected 'error' or 'skip'"
             )
         settings.on_judge_unavailable = on_judge_unavailable
+    if min_judge_kappa is not _UNSET:
+        settings.min_judge_kappa = None if min_judge_kappa is None else _kappa(min_judge_kappa)
+
+
+def _kappa(value: object) -> float:
+    """A kappa threshold: a number from -1 to 1."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not -1 <= value <= 1:
+        raise ValueError(f"min_judge_kappa must be a number from -1 to 1, got {value!r}")
+    return float(value)

@@ -16,7 +16,7 @@ import importlib
 import json
 import re
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -234,6 +234,8 @@ class Expectation:
         passed = bool(verdict.passed)
         said = _verdict_line(verdict)
         blocks = [_block("text", self._text), *([ask.extra] if ask.extra else [])]
+        if not passed:
+            blocks += _calibration_note(verdict)
         message = _message(ask.expected, "judge", said, *blocks)
         _check(
             kind=kind,
@@ -249,6 +251,17 @@ class Expectation:
 
 
 # -- the judge seam and the one exit of every assertion -----------------------------------
+
+
+def _calibration_note(verdict: Any) -> list[str]:
+    """What the user's calibration says of this judge, when it falls short of their bar.
+
+    ``_calibrate`` is imported only on a judged failure: passing tests never pay for it.
+    """
+    from . import _calibrate
+
+    note = _calibrate.failure_note(str(verdict.judge), int(getattr(verdict, "votes", 1)))
+    return [note] if note else []
 
 
 def _grade(text: str, criterion: str, judge: Any) -> Any:
@@ -360,6 +373,32 @@ def _grounded(context: str | Sequence[str]) -> _Ask:
     )
     extra = _block("context", context)
     return _Ask(criterion, "every claim in the text is supported by the context", extra)
+
+
+_ASKS: dict[str, Callable[[str], _Ask]] = {
+    "contains_intent": _intent,
+    "does_not_contain_intent": _no_intent,
+    "tone_is": _tone,
+    "satisfies": _satisfies,
+    "is_grounded_in": _grounded,
+}
+JUDGED_KINDS = tuple(_ASKS)
+"""The judge-backed assertions, by method name."""
+
+
+def judge_criterion(kind: str, argument: str) -> str:
+    """The criterion the assertion ``kind`` sends the judge for ``argument``.
+
+    ``ghostrun calibrate`` grades labelled cases with these very words, so its
+    figures describe the judge as the assertions use it.
+    """
+    try:
+        ask = _ASKS[kind]
+    except KeyError:
+        raise ValueError(
+            f"unknown judged assertion {kind!r}: expected one of {JUDGED_KINDS}"
+        ) from None
+    return ask(argument).criterion
 
 
 # -- messages ------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ grading never stalls the event loop.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import re
 import threading
@@ -51,6 +52,7 @@ __all__ = [
     "RawVerdict",
     "as_judge",
     "build_messages",
+    "judge_from_spec",
     "parse_verdict",
 ]
 
@@ -599,3 +601,34 @@ def as_judge(judge: Any) -> Judge:
         f"not a judge: {judge!r}. Pass OllamaJudge(...), OpenAICompatibleJudge(...) "
         "or a function (text, criterion) -> bool | (bool, reason)."
     )
+
+
+def judge_from_spec(spec: str | None, url: str | None = None) -> Judge:
+    """A judge named on a command line.
+
+    ``ollama`` or ``ollama:MODEL`` (host from ``url``, else ``OLLAMA_HOST``);
+    ``openai:MODEL`` with ``url`` (an OpenAI-compatible API root, its key from
+    ``GHOSTRUN_JUDGE_API_KEY``, then ``OPENAI_API_KEY``); or ``package.module:name``
+    naming a judge object or a function ``(text, criterion) -> bool``.
+    """
+    backend, _, rest = (spec or "ollama").partition(":")
+    if backend == "ollama":
+        return OllamaJudge(rest or None, host=url)
+    if backend in ("openai", "openai-compatible"):
+        if not rest or not url:
+            raise ValueError(
+                "an OpenAI-compatible judge needs a model and a URL: "
+                "--judge openai:MODEL --judge-url http://host:port/v1"
+            )
+        key = os.environ.get("GHOSTRUN_JUDGE_API_KEY") or os.environ.get("OPENAI_API_KEY")
+        return OpenAICompatibleJudge(rest, url, api_key=key)
+    if not rest:
+        raise ValueError(
+            f"unknown judge {spec!r}: expected ollama[:MODEL], openai:MODEL, "
+            "or package.module:name of a judge or a function"
+        )
+    try:
+        found = getattr(importlib.import_module(backend), rest)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"cannot load the judge {spec!r}: {exc}") from exc
+    return as_judge(found)

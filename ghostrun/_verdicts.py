@@ -47,6 +47,7 @@ __all__ = [
     "VOTE_TEMPERATURE",
     "Verdict",
     "agrade",
+    "current_cassette_dir",
     "draw_plan",
     "grade",
     "resolve_judge",
@@ -176,14 +177,26 @@ class _Context:
     session: Any
 
 
-def _context() -> _Context:
-    """The governing session's mode and directory, else the suite-wide ones."""
+def _context(mode: Mode | None = None, cassette_dir: Path | None = None) -> _Context:
+    """The governing session's mode and directory, else the suite-wide ones.
+
+    A caller outside any test (``ghostrun calibrate``) names its own directory,
+    and its mode if it has one; the suite-wide switch still beats that mode.
+    """
     from . import _session
+
+    if cassette_dir is not None:
+        return _Context(resolve_mode(mode), Path(cassette_dir), None)
 
     session = _session.current_session()
     if session is not None:
         return _Context(session.mode, Path(session.cassette_dir), session)
     return _Context(resolve_mode(None), settings.resolve_cassette_dir(), None)
+
+
+def current_cassette_dir() -> Path:
+    """Where verdicts are read and written here and now."""
+    return _context().cassette_dir
 
 
 def _verdict_path(cassette_dir: Path, key: str) -> Path:
@@ -203,7 +216,7 @@ class _Job:
     cached: Verdict | None
 
 
-def _prepare(text: str, criterion: str, judge: Any) -> _Job:
+def _prepare(text: str, criterion: str, judge: Any, context: _Context) -> _Job:
     """Resolve the judge and look up the cache; raise CacheMiss in replay mode."""
     if not isinstance(text, str) or not isinstance(criterion, str):
         raise TypeError(
@@ -211,7 +224,6 @@ def _prepare(text: str, criterion: str, judge: Any) -> _Job:
             f"and {type(criterion).__name__}"
         )
     resolved = resolve_judge(judge)
-    context = _context()
     key = verdict_key(resolved.identity, resolved.votes, text, criterion)
     path = _verdict_path(context.cassette_dir, key)
     _runlog.verdict_used(
@@ -376,9 +388,20 @@ async def _adraw_all(job: _Job) -> list[RawVerdict]:
     return [r for r in results if isinstance(r, RawVerdict)]
 
 
-def grade(text: str, criterion: str, judge: Any = None) -> Verdict:
-    """Does ``text`` meet ``criterion``? Answered from the cache, or by the judge."""
-    job = _prepare(text, criterion, judge)
+def grade(
+    text: str,
+    criterion: str,
+    judge: Any = None,
+    *,
+    mode: Mode | None = None,
+    cassette_dir: Path | None = None,
+) -> Verdict:
+    """Does ``text`` meet ``criterion``? Answered from the cache, or by the judge.
+
+    ``cassette_dir`` (and ``mode``) replace the governing session's, for callers
+    that grade outside any test.
+    """
+    job = _prepare(text, criterion, judge, _context(mode, cassette_dir))
     if job.cached is not None:
         return job.cached
     try:
@@ -393,7 +416,7 @@ def grade(text: str, criterion: str, judge: Any = None) -> Verdict:
 
 async def agrade(text: str, criterion: str, judge: Any = None) -> Verdict:
     """The async twin of `grade`: the event loop keeps running while the judge thinks."""
-    job = _prepare(text, criterion, judge)
+    job = _prepare(text, criterion, judge, _context())
     if job.cached is not None:
         return job.cached
     try:
