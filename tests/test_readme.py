@@ -206,6 +206,8 @@ SKIPPED_BY_DESIGN = {
     "ollama serve": "starts a live judge (serve runs until stopped)",
     "ghostrun benchmarks, ": "benchmarks/run.py's output: a 750 s run on a quiet machine",
     "openai 3.57.0 on httpx2, 120 rounds": "benchmarks/inprocess.py --anatomy's output (minutes)",
+    "ghostrun calibrate: ollama": "compared line by line with a real run of the command "
+    "against the loopback judge in tests/test_calibrate.py",
     # examples/README.md
     ".venv/bin/python examples/record_with_standin.py": "re-records every example cassette "
     "(20 s, with new timestamps); tests/test_examples.py checks every committed file",
