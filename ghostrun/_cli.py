@@ -5,6 +5,8 @@
     ghostrun prune                      delete what ``check`` reports as unused
     ghostrun show KEY|PATH              one cassette or verdict, readable
     ghostrun calibrate LABELS           how often the judge agrees with your labels
+    ghostrun review [BEFORE] [AFTER]    what a prompt change did to requests, answers, verdicts
+    ghostrun report [RUN]               a self-contained HTML page of a run
 
 Every command takes ``--cassette-dir`` (default: ``GHOSTRUN_CASSETTE_DIR``,
 then ``.ghostrun_cache``). Exit status: 0 fine, 1 the finding the command
@@ -29,7 +31,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import __version__, _calibrate, _diff, _inventory, _runlog, _show, _validate
+from . import (
+    __version__,
+    _calibrate,
+    _diff,
+    _inventory,
+    _report,
+    _review,
+    _runlog,
+    _show,
+    _validate,
+)
 from ._config import settings
 from ._exceptions import CacheMiss, CassetteError, JudgeUnavailable
 from ._files import read_json, write_atomic
@@ -138,6 +150,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     show.add_argument("target", metavar="KEY|PATH")
     _calibrate_command(commands, common)
+    _review_commands(commands, common)
     return parser
 
 
@@ -540,6 +553,88 @@ def _write(path: Path | None, text: str) -> None:
         _out(text)
     else:
         write_atomic(path, text.encode("utf-8"))
+
+
+# -- review and report -----------------------------------------------------------------------
+
+
+def _review_commands(commands: Any, common: argparse.ArgumentParser) -> None:
+    review = _command(
+        commands,
+        "review",
+        _run_review,
+        common,
+        "what a prompt change did: the requests, answers and verdicts that changed, per test",
+        "BEFORE and AFTER are git revisions or directories; BEFORE defaults to HEAD and AFTER "
+        "to the cassette directory as it is now (run the tests, re-recording, first). With "
+        "--runs they name two run snapshots of the cassette directory instead. Each new "
+        "cassette is paired with the one it replaced, by test and endpoint, else by the "
+        "closest body. Exit status 1 when a verdict went from PASS to FAIL.",
+    )
+    review.add_argument("before", nargs="?", metavar="BEFORE", help="default: HEAD")
+    review.add_argument("after", nargs="?", metavar="AFTER", help="default: the directory now")
+    review.add_argument("--runs", action="store_true", help="BEFORE and AFTER are run snapshots")
+    review.add_argument(
+        "--run", dest="run_name", default=_runlog.LAST, metavar="NAME", help="the run log to read"
+    )
+    review.add_argument("--format", choices=_review.FORMATS, default="text")
+
+    report = _command(
+        commands,
+        "report",
+        _run_report,
+        common,
+        "write one self-contained HTML page of a run: outcomes, trajectories, verdicts",
+        "RUN is a snapshot name or a run file (default: the last run). With --base, the tests "
+        "whose verdicts went from PASS to FAIL since that run come first. The page loads "
+        "nothing from the network.",
+    )
+    report.add_argument("run_name", nargs="?", default=_runlog.LAST, metavar="RUN")
+    report.add_argument("--base", metavar="RUN", help="the run to compare with")
+    report.add_argument(
+        "--output", "-o", type=Path, metavar="FILE", help="default: runs/report.html"
+    )
+
+
+def _run_review(args: argparse.Namespace) -> int:
+    directory: Path = args.cassette_dir or settings.resolve_cassette_dir()
+    try:
+        if args.runs:
+            if not (args.before and args.after):
+                raise _UsageError("--runs compares two run snapshots: name BEFORE and AFTER")
+            before = _review.state_from_dir(directory, args.before, f"run {args.before}")
+            after = _review.state_from_dir(directory, args.after, f"run {args.after}")
+        else:
+            before = _review_state(args.before or "HEAD", directory, args.run_name)
+            after = (
+                _review_state(args.after, directory, args.run_name)
+                if args.after
+                else _review.state_from_dir(directory, args.run_name, "now")
+            )
+    except _review.ReviewError as exc:
+        raise _UsageError(str(exc)) from None
+    found = _review.review(before, after)
+    _out(_review.render(found, args.format))
+    return 1 if found.regressions else 0
+
+
+def _review_state(where: str, directory: Path, run: str) -> _review.State:
+    """A directory on disk, or ``directory`` at a git revision."""
+    if Path(where).is_dir():
+        return _review.state_from_dir(Path(where), run)
+    return _review.state_from_git(where, directory, run)
+
+
+def _run_report(args: argparse.Namespace) -> int:
+    directory = _cassette_dir(args)
+    runs = _runlog.runs_dir(directory)
+    run = _runlog.load_run(_run_path(runs, args.run_name))
+    base = _runlog.load_run(_run_path(runs, args.base)) if args.base else None
+    cassettes = _review.state_from_dir(directory).cassettes
+    output: Path = args.output or runs / "report.html"
+    write_atomic(output, _report.render_report(run, cassettes, base).encode("utf-8"))
+    print(f"wrote {output}", file=sys.stderr)
+    return 0
 
 
 def _first_line(text: str) -> str:

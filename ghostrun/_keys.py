@@ -32,6 +32,7 @@ __all__ = [
     "match_key",
     "remove_field",
     "split_field_paths",
+    "without_fields",
 ]
 
 # The field name of a multipart part: ``name="..."`` (not ``filename=``) in its headers.
@@ -175,6 +176,14 @@ def _field_path(field: object) -> tuple[str, ...]:
             f"as the miss diff shows it: {_FIELD_NOTATION})"
         )
     return tuple(segments)
+
+
+def without_fields(value: Any, ignore: Sequence[tuple[str, ...]]) -> Any:
+    """A copy of a parsed JSON value with the ``ignore`` paths removed (for showing it)."""
+    value = orjson.loads(orjson.dumps(value))
+    for path in ignore:
+        _remove(value, path)
+    return value
 
 
 def canonical_body(body: bytes, content_type: str, ignore: Sequence[tuple[str, ...]] = ()) -> bytes:

@@ -27,7 +27,10 @@ The file::
              "verdict": "PASS" | "FAIL", "reason": "...",
              "judge": "<judge identity>" | null, "output": <index in outputs>}
           ],
-          "requests": {"replayed": 0, "recorded": 0, "misses": 0}
+          "requests": {"replayed": 0, "recorded": 0, "misses": 0},
+          "cassettes": [{"key": "<cassette key>", "how": "replayed" | "recorded" | "missed"}],
+          "verdicts": [{"key": "<verdict key>", "how": "cached" | "graded" | "missed"}],
+          "ignore_fields": ["<the sessions' ignore_fields>", ...]
         }
       },
       "cassettes_used": ["<cassette key>", ...],
@@ -43,6 +46,10 @@ before it ran (``_last.json`` only; absent for a first run): ``ghostrun check``
 and ``prune`` warn when the run looks partial, since the cassettes of tests
 that did not run look unused. Every file is validated when read
 (`ghostrun._validate`).
+
+``cassettes`` and ``verdicts`` are each test's requests and gradings in the
+order they were made (``ghostrun review`` and ``report`` read them); run logs
+written before they existed load as if both were empty.
 
 ``verdicts_used`` is ``null`` when the run graded with a judge but did not
 report which verdict files it read: ``ghostrun check`` then leaves verdicts
@@ -88,6 +95,7 @@ __all__ = [
     "snapshot_from_env",
     "swap",
     "test_outcome",
+    "verdict_in_test",
     "verdict_used",
     "write_run",
 ]
@@ -126,7 +134,7 @@ class RunLog:
         self._dirs: dict[str, dict[str, Any]] = {}
         self._outcomes: dict[str, str] = {}
         self.limited_by: list[str] = []  # how the run was narrowed (-k, --lf, paths), if it was
-        self._seen: weakref.WeakKeyDictionary[Session, tuple[int, int, int]] = (
+        self._seen: weakref.WeakKeyDictionary[Session, tuple[int, int, int, int]] = (
             weakref.WeakKeyDictionary()
         )
 
@@ -169,8 +177,9 @@ class RunLog:
         """Count what a session did since it was last seen (a session may be re-entered)."""
         name, alias, directory = where
         with self._lock:
-            replayed, recorded, missed = self._seen.get(session, (0, 0, 0))
-            self._seen[session] = (session.replayed, session.recorded, len(session.misses))
+            replayed, recorded, missed, trailed = self._seen.get(session, (0, 0, 0, 0))
+            now = (session.replayed, session.recorded, len(session.misses), len(session.trail))
+            self._seen[session] = now
             log = self._dir(directory)
             log["replay"] = _only_replay(log["replay"], session.mode is Mode.REPLAY)
             test = _test(log, name, alias)
@@ -178,6 +187,8 @@ class RunLog:
             counts["replayed"] += session.replayed - replayed
             counts["recorded"] += session.recorded - recorded
             counts["misses"] += len(session.misses) - missed
+            test["cassettes"] += [{"key": k, "how": h} for k, h in session.trail[trailed:]]
+            _add_new(test["ignore_fields"], session.ignore_fields)
             log["cassettes_used"].update(session.used_keys)
             for miss in session.misses[missed:]:
                 log["misses"].append({"test": name, "message": str(miss)})
@@ -185,6 +196,10 @@ class RunLog:
     def verdict(self, key: str, directory: Path) -> None:
         with self._lock:
             self._dir(directory)["verdicts_used"].add(key)
+
+    def verdict_in_test(self, key: str, directory: Path, how: str, test: tuple[str, str | None]) -> None:
+        with self._lock:
+            _test(self._dir(directory), *test)["verdicts"].append({"key": key, "how": how})
 
     def mode_seen(self, directory: Path, mode: Mode) -> None:
         """Something in ``mode`` used this directory outside any session."""
@@ -267,6 +282,9 @@ class RunLog:
                 "outputs": test["outputs"],
                 "assertions": test["assertions"],
                 "requests": test["requests"],
+                "cassettes": test["cassettes"],
+                "verdicts": test["verdicts"],
+                "ignore_fields": test["ignore_fields"],
             }
         untracked = log["judged"] and not log["verdicts_used"]
         return {
@@ -374,6 +392,9 @@ def _test(log: dict[str, Any], name: str, alias: str | None) -> dict[str, Any]:
             "outputs": [],
             "assertions": [],
             "requests": {"replayed": 0, "recorded": 0, "misses": 0},
+            "cassettes": [],
+            "verdicts": [],
+            "ignore_fields": [],
             "aliases": [],
         }
         log["tests"][name] = test
@@ -392,9 +413,17 @@ def _merge_test(ours: dict[str, Any], theirs: dict[str, Any]) -> None:
         ours["assertions"].append({**assertion, "output": offset[assertion["output"]]})
     for field, count in theirs["requests"].items():
         ours["requests"][field] = ours["requests"].get(field, 0) + count
-    for alias in theirs["aliases"]:
-        if alias not in ours["aliases"]:
-            ours["aliases"].append(alias)
+    ours["cassettes"] += theirs.get("cassettes", [])
+    ours["verdicts"] += theirs.get("verdicts", [])
+    _add_new(ours["ignore_fields"], theirs.get("ignore_fields", []))
+    _add_new(ours["aliases"], theirs["aliases"])
+
+
+def _add_new(items: list[Any], more: Any) -> None:
+    """Append what ``items`` lacks of ``more``, in order."""
+    for item in more:
+        if item not in items:
+            items.append(item)
 
 
 # -- the process's run: what the rest of ghostrun calls ------------------------------------
@@ -460,6 +489,18 @@ def verdict_used(key: str, cassette_dir: Path, mode: Mode | None = None) -> None
     _log.verdict(key, cassette_dir)
     if mode is not None:
         _log.mode_seen(cassette_dir, mode)
+
+
+def verdict_in_test(key: str, cassette_dir: Path, how: str) -> None:
+    """The test running now read (``cached``), wrote (``graded``) or lacked (``missed``) ``key``.
+
+    Each test lists its gradings in order, for ``ghostrun review`` and ``report``.
+    """
+    from ._session import current_session
+
+    found = current_session()
+    where = _where_session(found) if found is not None else _where_default()
+    _log.verdict_in_test(key, cassette_dir, how, where[:2])
 
 
 def write_run(snapshot: str | None = None) -> tuple[list[Path], list[CassetteError]]:

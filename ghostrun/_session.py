@@ -148,6 +148,9 @@ class Session:
         self.passed_through = 0
         self.misses: list[CacheMiss] = []
         self.used_keys: set[str] = set()
+        # (key, "replayed" | "recorded" | "missed") in the order requests were made: the
+        # run log keeps it per test, so `ghostrun review` knows which cassettes are whose.
+        self.trail: list[tuple[str, str]] = []
         self._depth = 0
         self._lock = threading.RLock()
         self._resolve()
@@ -310,8 +313,10 @@ class Session:
             if replies and (index < len(replies) or self.mode is Mode.REPLAY):
                 self._cursor[key] = index + 1
                 self.replayed += 1
+                self.trail.append((key, "replayed"))
                 return replies[min(index, len(replies) - 1)]
             if self.mode is Mode.REPLAY:
+                self.trail.append((key, "missed"))
                 raise self._miss(info)
             return None
 
@@ -337,6 +342,7 @@ class Session:
                 if self._replaces_transient(key, cassette, label):
                     cassette.raw_responses.pop(cassette.run(label)[-1])
                     self.recorded -= 1
+                    del self.trail[_last_index(self.trail, (key, "recorded"))]
                 cassette.request = entry["request"]
                 index = cassette.add(entry["response"], label)
                 cassette.save()
@@ -348,6 +354,7 @@ class Session:
             else:
                 self._transient_at.pop(key, None)
             self.recorded += 1
+            self.trail.append((info.key, "recorded"))
 
     def _cassette_for_writing(self, info: RequestInfo) -> Cassette:
         """The cassette as it is on disk now (read under its lock), or a new one.
@@ -465,6 +472,10 @@ def _without_last(stack: tuple[Session, ...], item: Session) -> tuple[Session, .
         if stack[i] is item:
             return stack[:i] + stack[i + 1 :]
     return stack
+
+
+def _last_index(items: list[Any], item: Any) -> int:
+    return len(items) - 1 - items[::-1].index(item)
 
 
 def _carries_miss(exc: BaseException | None) -> bool:

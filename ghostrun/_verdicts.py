@@ -234,10 +234,12 @@ def _prepare(text: str, criterion: str, judge: Any, context: _Context) -> _Job:
         record = _validate.load(path, "verdict")
         cached = None if record is None else _from_record(record)
         if cached is None and context.mode is Mode.REPLAY:
+            _runlog.verdict_in_test(key, context.cassette_dir, "missed")
             if _skip_when_unavailable():
                 raise _replay_skip(resolved, criterion, path)
             raise _note_miss(context.session, _miss(resolved, text, criterion, path))
     if cached is not None:
+        _runlog.verdict_in_test(key, context.cassette_dir, "cached")
         _note(context.session, criterion, cached)
     return _Job(resolved, text, criterion, key, path, context, cached)
 
@@ -248,6 +250,7 @@ def _finish(job: _Job, draws: Sequence[RawVerdict]) -> Verdict:
     verdict = tally(draws, job.judge.identity)
     record = _record(job.key, job.text, job.criterion, verdict, plan, draws)
     write_atomic(job.path, dump_json(record), root=job.context.cassette_dir)
+    _runlog.verdict_in_test(job.key, job.context.cassette_dir, "graded")
     _note(job.context.session, job.criterion, verdict)
     return verdict
 
