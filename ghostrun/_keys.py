@@ -182,7 +182,7 @@ def without_fields(value: Any, ignore: Sequence[tuple[str, ...]]) -> Any:
     """A copy of a parsed JSON value with the ``ignore`` paths removed (for showing it)."""
     value = orjson.loads(orjson.dumps(value))
     for path in ignore:
-        _remove(value, path)
+        remove_field(value, path)
     return value
 
 

@@ -197,7 +197,9 @@ class RunLog:
         with self._lock:
             self._dir(directory)["verdicts_used"].add(key)
 
-    def verdict_in_test(self, key: str, directory: Path, how: str, test: tuple[str, str | None]) -> None:
+    def verdict_in_test(
+        self, key: str, directory: Path, how: str, test: tuple[str, str | None]
+    ) -> None:
         with self._lock:
             _test(self._dir(directory), *test)["verdicts"].append({"key": key, "how": how})
 
