@@ -208,6 +208,8 @@ SKIPPED_BY_DESIGN = {
     "openai 3.57.0 on httpx2, 120 rounds": "benchmarks/inprocess.py --anatomy's output (minutes)",
     "ghostrun calibrate: ollama": "compared line by line with a real run of the command "
     "against the loopback judge in tests/test_calibrate.py",
+    "ghostrun review: HEAD": "compared line by line with a real review of a re-recorded "
+    "prompt edit in tests/test_review.py",
     # examples/README.md
     ".venv/bin/python examples/record_with_standin.py": "re-records every example cassette "
     "(20 s, with new timestamps); tests/test_examples.py checks every committed file",
