@@ -26,6 +26,7 @@ ROADS: tuple[str, ...] = (
     "_httpx",  # httpx and httpx2
     "_aiohttp",
     "_urllib3",  # requests, botocore/boto3
+    "_websockets",  # websockets' sync and asyncio clients (WebSocket conversations)
 )
 """The road modules of ``ghostrun._intercept``, in installation order."""
 

@@ -1,0 +1,455 @@
+"""The ``websockets`` road (DESIGN §1): its sync and asyncio clients.
+
+Hooks: the sync client's ``websockets.sync.client.connect`` (the module
+attribute: the openai SDK imports it when it connects), and the asyncio
+client's ``connect.__await_impl__``, the one method every way of opening a
+``websockets.asyncio.client.connect`` goes through (``await``, ``async
+with``, ``async for``), subclasses included (openai's async Realtime client
+subclasses it). Code that imported the sync ``connect`` function itself
+before the session opened keeps the original: in ``replay`` the guard
+refuses its connection.
+
+For a provider host, `_wslink` decides. Recording wraps the real connection
+in a pass-through proxy that tapes each message sent and received and the
+close; replaying hands the client a connection that never connects: its
+``send`` checks each message against the recording and its ``recv`` hands out
+the recorded server messages, with the library's semantics (``recv(timeout=)``
+raises ``TimeoutError``, iteration ends at a normal close, a close raises
+``ConnectionClosedOK`` or ``ConnectionClosedError`` with the recorded code).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import importlib
+import importlib.util
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
+
+from .._exceptions import UnsupportedHttpx
+from ._wscassette import Close
+from ._wslink import Player, Recorder, open_link
+
+__all__ = ["WebsocketsAdapter", "adapters"]
+
+
+def adapters() -> list[WebsocketsAdapter]:
+    """This road's adapters, for `_patch.ROADS`: websockets' sync and asyncio clients."""
+    return [WebsocketsAdapter()]
+
+
+class WebsocketsAdapter:
+    """Wraps the sync ``connect`` function and the asyncio ``connect.__await_impl__``."""
+
+    def __init__(self) -> None:
+        self.sync: Any = None
+        self.aio: Any = None
+
+    def check(self) -> bool:
+        if importlib.util.find_spec("websockets") is None:
+            return False
+        self.sync = importlib.import_module("websockets.sync.client")
+        self.aio = importlib.import_module("websockets.asyncio.client")
+        if not callable(getattr(self.sync, "connect", None)) or not callable(
+            getattr(self.aio.connect, "__await_impl__", None)
+        ):
+            version = getattr(importlib.import_module("websockets"), "__version__", "?")
+            raise UnsupportedHttpx(
+                f"websockets {version} has no sync.client.connect or "
+                "asyncio.client.connect.__await_impl__, which ghostrun wraps to record its "
+                "conversations. Install websockets 13 or later: pip install 'websockets>=13'."
+            )
+        return True
+
+    def install(self) -> Callable[[], None]:
+        sync, cls = self.sync, self.aio.connect
+        original_connect, original_await = sync.connect, cls.__dict__["__await_impl__"]
+        sync.connect = _sync_connect(original_connect)
+        cls.__await_impl__ = _await_impl(original_await)
+
+        def restore() -> None:
+            sync.connect = original_connect
+            cls.__await_impl__ = original_await
+
+        return restore
+
+
+def _link(uri: str, headers: Any) -> Player | Recorder | None:
+    from websockets.datastructures import Headers
+    from websockets.uri import parse_uri
+
+    parsed = parse_uri(uri)
+    pairs = Headers(headers).raw_items() if headers is not None else []
+    scheme = "wss" if parsed.secure else "ws"
+    return open_link(scheme, parsed.host, parsed.port, parsed.path, parsed.query, pairs)
+
+
+def _sync_connect(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def connect(uri: str, **kwargs: Any) -> Any:
+        link = _link(uri, kwargs.get("additional_headers"))
+        if link is None:
+            return original(uri, **kwargs)
+        if isinstance(link, Player):
+            return SyncReplay(link)
+        live = original(uri, **kwargs)
+        _connected(link, live)
+        return SyncTaped(live, link)
+
+    return connect
+
+
+def _await_impl(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    async def __await_impl__(self: Any) -> Any:
+        link = _link(self.uri, self.additional_headers)
+        if link is None:
+            return await original(self)
+        if isinstance(link, Player):
+            self.connection = AsyncReplay(link)
+            return self.connection
+        live = await original(self)
+        _connected(link, live)
+        self.connection = AsyncTaped(live, link)
+        return self.connection
+
+    return __await_impl__
+
+
+def _connected(link: Recorder, live: Any) -> None:
+    response = getattr(live, "response", None)
+    headers = response.headers.raw_items() if response is not None else []
+    link.connected(live.subprotocol, headers)
+
+
+# -- messages ---------------------------------------------------------------------
+
+
+def _outgoing(message: Any, text: bool | None) -> str | bytes:
+    """One message as its frame: str for text, bytes for binary; fragments joined."""
+    if not isinstance(message, (str, bytes, bytearray, memoryview)):
+        message = list(message)
+        message = "".join(message) if message and isinstance(message[0], str) else b"".join(message)
+    if isinstance(message, str):
+        return message.encode() if text is False else message
+    data = bytes(message)
+    return data.decode("utf-8") if text else data
+
+
+def _delivered(message: str | bytes, decode: bool | None) -> str | bytes:
+    """What ``recv(decode=...)`` returns for a frame."""
+    if isinstance(message, str):
+        return message.encode("utf-8") if decode is False else message
+    return message.decode("utf-8") if decode else message
+
+
+def _closed_error(rcvd: Close | None, sent: Close | None) -> Exception:
+    from websockets.exceptions import ConnectionClosedError, ConnectionClosedOK
+    from websockets.frames import Close as Frame
+
+    got = None if rcvd is None or rcvd.code is None else Frame(rcvd.code, rcvd.reason)
+    out = None if sent is None or sent.code is None else Frame(sent.code, sent.reason)
+    codes = {c.code for c in (got, out) if c is not None}
+    ok = (got is not None or out is not None) and codes <= {1000, 1001}
+    return (ConnectionClosedOK if ok else ConnectionClosedError)(got, out)
+
+
+class _Taped:
+    """What the sync and asyncio proxies share: taping, and the rest left to the live one."""
+
+    def __init__(self, live: Any, link: Recorder) -> None:
+        self._live, self._link = live, link
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._live, name)
+
+    def _got(self, message: str | bytes, decode: bool | None) -> str | bytes:
+        self._link.received(message)
+        return _delivered(message, decode)
+
+    def _ended(self, exc: Any) -> None:
+        by = "client" if getattr(exc, "rcvd_then_sent", None) is False else "server"
+        close = getattr(exc, "rcvd", None) or getattr(exc, "sent", None)
+        self._link.closed(by, getattr(close, "code", None), getattr(close, "reason", "") or "")
+
+
+class SyncTaped(_Taped):
+    """A live sync connection that tapes every message for the cassette."""
+
+    def send(self, message: Any, text: bool | None = None) -> None:
+        data = _outgoing(message, text)
+        self._live.send(data)
+        self._link.sent(data)
+
+    def recv(self, timeout: float | None = None, decode: bool | None = None) -> str | bytes:
+        from websockets.exceptions import ConnectionClosed
+
+        try:
+            message = self._live.recv(timeout)
+        except ConnectionClosed as exc:
+            self._ended(exc)
+            raise
+        return self._got(message, decode)
+
+    def recv_streaming(self, decode: bool | None = None) -> Iterator[str | bytes]:
+        yield self.recv(decode=decode)
+
+    def __iter__(self) -> Iterator[str | bytes]:
+        from websockets.exceptions import ConnectionClosedOK
+
+        try:
+            while True:
+                yield self.recv()
+        except ConnectionClosedOK:
+            return
+
+    def close(self, code: int = 1000, reason: str = "") -> None:
+        try:
+            self._live.close(code, reason)
+        finally:
+            self._link.closed("client", code, reason)
+
+    def __enter__(self) -> SyncTaped:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+class AsyncTaped(_Taped):
+    """A live asyncio connection that tapes every message for the cassette."""
+
+    async def send(self, message: Any, text: bool | None = None) -> None:
+        if hasattr(message, "__aiter__"):
+            message = [piece async for piece in message]
+        data = _outgoing(message, text)
+        await self._live.send(data)
+        self._link.sent(data)
+
+    async def recv(self, decode: bool | None = None) -> str | bytes:
+        from websockets.exceptions import ConnectionClosed
+
+        try:
+            message = await self._live.recv()
+        except ConnectionClosed as exc:
+            self._ended(exc)
+            raise
+        return self._got(message, decode)
+
+    async def recv_streaming(self, decode: bool | None = None) -> AsyncIterator[str | bytes]:
+        yield await self.recv(decode=decode)
+
+    async def __aiter__(self) -> AsyncIterator[str | bytes]:
+        from websockets.exceptions import ConnectionClosedOK
+
+        try:
+            while True:
+                yield await self.recv()
+        except ConnectionClosedOK:
+            return
+
+    async def close(self, code: int = 1000, reason: str = "") -> None:
+        try:
+            await self._live.close(code, reason)
+        finally:
+            self._link.closed("client", code, reason)
+
+    async def __aenter__(self) -> AsyncTaped:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+
+# -- replay -----------------------------------------------------------------------
+
+
+class _Replay:
+    """A connection answered from the cassette: the state both clients share."""
+
+    def __init__(self, link: Player) -> None:
+        from websockets.datastructures import Headers
+        from websockets.http11 import Response
+
+        self._link = link
+        self._rcvd: Close | None = None
+        self._sent: Close | None = None
+        self.id = uuid.uuid4()
+        self.latency = 0.0
+        self.transport = None
+        self.local_address = ("127.0.0.1", 0)
+        self.remote_address = ("127.0.0.1", 0)
+        self.request = None
+        headers = Headers(list(link.handshake.response_headers.items()))
+        self.response = Response(101, "Switching Protocols", headers)
+        self.subprotocol = link.subprotocol
+
+    @property
+    def state(self) -> Any:
+        from websockets.protocol import State
+
+        return State.CLOSED if self._closed else State.OPEN
+
+    @property
+    def _closed(self) -> bool:
+        return self._rcvd is not None or self._sent is not None
+
+    @property
+    def close_code(self) -> int | None:
+        close = self._rcvd or self._sent
+        return None if close is None else close.code
+
+    @property
+    def close_reason(self) -> str | None:
+        close = self._rcvd or self._sent
+        return None if close is None else close.reason
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise _closed_error(self._rcvd, self._sent)
+
+    def _take(self) -> str | bytes | None:
+        """The next server message, None to wait for the client, or the close raised."""
+        self._check_open()
+        event = self._link.receive()
+        if isinstance(event, Close):
+            self._rcvd = event
+            raise _closed_error(event, None)
+        return event
+
+    def _close(self, code: int, reason: str) -> None:
+        if not self._closed:
+            self._sent = self._rcvd = Close("client", code, reason)
+
+
+class SyncReplay(_Replay):
+    """A sync ``ClientConnection`` that never connects: the cassette answers."""
+
+    def __init__(self, link: Player) -> None:
+        super().__init__(link)
+        self._wake = threading.Condition()
+
+    def send(self, message: Any, text: bool | None = None) -> None:
+        self._check_open()
+        self._link.send(_outgoing(message, text))
+        with self._wake:
+            self._wake.notify_all()
+
+    def recv(self, timeout: float | None = None, decode: bool | None = None) -> str | bytes:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._wake:
+            while True:
+                if timeout is not None and self._link.ended() and not self._closed:
+                    raise TimeoutError("timed out while waiting for a message")
+                message = self._take()
+                if message is not None:
+                    return _delivered(message, decode)
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    raise TimeoutError("timed out while waiting for a message")
+                self._wake.wait(left)
+
+    def recv_streaming(self, decode: bool | None = None) -> Iterator[str | bytes]:
+        yield self.recv(decode=decode)
+
+    def __iter__(self) -> Iterator[str | bytes]:
+        from websockets.exceptions import ConnectionClosedOK
+
+        try:
+            while True:
+                yield self.recv()
+        except ConnectionClosedOK:
+            return
+
+    def ping(self, data: Any = None, ack_on_close: bool = False) -> threading.Event:
+        self._check_open()
+        pong = threading.Event()
+        pong.set()
+        return pong
+
+    def pong(self, data: Any = b"") -> None:
+        self._check_open()
+
+    def close(self, code: int = 1000, reason: str = "") -> None:
+        self._close(code, reason)
+        with self._wake:
+            self._wake.notify_all()
+
+    def close_socket(self) -> None:
+        self.close(1006, "")
+
+    def __enter__(self) -> SyncReplay:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+class AsyncReplay(_Replay):
+    """An asyncio ``ClientConnection`` that never connects: the cassette answers."""
+
+    def __init__(self, link: Player) -> None:
+        super().__init__(link)
+        self._wake: asyncio.Event | None = None
+
+    def _event(self) -> asyncio.Event:
+        if self._wake is None:
+            self._wake = asyncio.Event()
+        return self._wake
+
+    async def send(self, message: Any, text: bool | None = None) -> None:
+        self._check_open()
+        if hasattr(message, "__aiter__"):
+            message = [piece async for piece in message]
+        self._link.send(_outgoing(message, text))
+        self._event().set()
+
+    async def recv(self, decode: bool | None = None) -> str | bytes:
+        while True:
+            message = self._take()
+            if message is not None:
+                return _delivered(message, decode)
+            wake = self._event()
+            wake.clear()
+            await wake.wait()
+
+    async def recv_streaming(self, decode: bool | None = None) -> AsyncIterator[str | bytes]:
+        yield await self.recv(decode=decode)
+
+    async def __aiter__(self) -> AsyncIterator[str | bytes]:
+        from websockets.exceptions import ConnectionClosedOK
+
+        try:
+            while True:
+                yield await self.recv()
+        except ConnectionClosedOK:
+            return
+
+    async def ping(self, data: Any = None) -> Any:
+        self._check_open()
+        pong: asyncio.Future[float] = asyncio.get_running_loop().create_future()
+        pong.set_result(0.0)
+        return pong
+
+    async def pong(self, data: Any = b"") -> None:
+        self._check_open()
+
+    async def close(self, code: int = 1000, reason: str = "") -> None:
+        self._close(code, reason)
+        self._event().set()
+
+    async def wait_closed(self) -> None:
+        while not self._closed:
+            wake = self._event()
+            wake.clear()
+            await wake.wait()
+
+    async def __aenter__(self) -> AsyncReplay:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()

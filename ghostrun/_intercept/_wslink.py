@@ -1,0 +1,296 @@
+"""The session side of a WebSocket conversation, shared by every WebSocket adapter.
+
+At the handshake, `open_link` asks the governing session what to do: `None`
+(not a provider host: the library connects as usual), a `Recorder` (connect
+for real and tape every frame) or a `Player` (answer locally, never connect).
+A session in ``replay`` plays when any conversation with the handshake URL is
+recorded and raises `CacheMiss` at once when none is; ``auto`` plays when one
+is, else records; ``record`` always records.
+
+A `Player` only knows which recording it plays once the client's first frame
+is sent (the key, `_wscassette`): until then, what the server said first (a
+greeting such as ``session.created``) comes from the first recorded
+conversation with the URL, by key. A client frame that differs from the
+recording is a `CacheMiss` with a diff, in any mode: a conversation half
+replayed cannot be continued against a live server, so the fix is to
+re-record it (``GHOSTRUN_MODE=record``).
+
+A `Recorder` writes its cassette when the connection closes, and when its
+session closes if the client never closed it (an agent's persistent
+connection). The adapters do the waiting (threads or tasks); this module
+reads and writes files, and keeps the session's counts.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl
+
+from .._exceptions import CacheMiss, CassetteError
+from .._files import dump_json, read_json, write_atomic
+from .._keys import canonical_url
+from .._modes import Mode
+from .._session import Session
+from ._engine import route
+from ._wscassette import (
+    Close,
+    Conversation,
+    Frame,
+    Script,
+    conversation_key,
+    document,
+    encode_frame,
+    frame_diff,
+    parse_document,
+    redact_conversation,
+    redact_event,
+    secrets_of,
+    url_prefix,
+)
+
+__all__ = ["Player", "Recorder", "open_link"]
+
+
+def open_link(
+    scheme: str,
+    host: str,
+    port: int | None,
+    path: str,
+    query: str,
+    headers: Iterable[tuple[str, str]],
+) -> Player | Recorder | None:
+    """What to do with a WebSocket handshake to this URL (see the module docstring)."""
+    session = route(host, port, f"{scheme}://{host}{path}")
+    if session is None:
+        return None
+    url = canonical_url(scheme, host, port, path, query)
+    pairs = [(str(k).lower(), str(v)) for k, v in headers]
+    params = parse_qsl(query, keep_blank_values=True) if query else []
+    if session.mode is not Mode.RECORD:
+        recorded = _recorded(session.cassette_dir, url)
+        if recorded:
+            return Player(session, url, recorded, secrets_of(pairs, params))
+        if session.mode is Mode.REPLAY:
+            raise _register(session, _no_recording(session, url))
+    return Recorder(session, url, pairs, params)
+
+
+def _recorded(directory: Path, url: str) -> list[tuple[str, list[Conversation]]]:
+    """Every recorded conversation with this URL, by key."""
+    prefix = url_prefix(url)
+    try:
+        names = sorted(n for n in os.listdir(directory) if n.startswith(prefix))
+    except OSError:
+        return []
+    found = []
+    for name in names:
+        if not name.endswith(".json"):
+            continue
+        path = directory / name
+        conversations = read_conversations(path)
+        if conversations and conversations[0].url == url:
+            found.append((name[: -len(".json")], conversations))
+    return found
+
+
+def read_conversations(path: Path) -> list[Conversation]:
+    data = read_json(path)
+    if data is None:
+        return []
+    try:
+        return parse_document(data, str(path))
+    except ValueError as exc:
+        raise CassetteError(f"corrupt WebSocket cassette {path}: {exc}") from exc
+
+
+def _register(session: Session, miss: CacheMiss) -> CacheMiss:
+    """Count a miss, and have the session raise it on exit if the code under test swallows it."""
+    session.misses.append(miss)
+    session._unraised.append(miss)
+    return miss
+
+
+def _no_recording(session: Session, url: str) -> CacheMiss:
+    return CacheMiss(
+        f"ghostrun: no recorded WebSocket conversation with {url}\n"
+        f"  mode:         {session.mode.value}"
+        + (f" (session {session.name})" if session.name else "")
+        + f"\n  cassette dir: {session.cassette_dir}\n"
+        "  To record it, run once with GHOSTRUN_MODE=record (or pytest --ghostrun-record) "
+        "with the provider reachable."
+    )
+
+
+def _next_index(session: Session, key: str) -> int:
+    """The how-many-th conversation with this key in this session (from 0)."""
+    with session._lock:
+        index = session._seen[key] = session._seen.get(key, -1) + 1
+        session.used_keys.add(key)
+        return index
+
+
+class Player:
+    """Plays a recorded conversation back; the adapter turns its answers into the library's."""
+
+    def __init__(
+        self,
+        session: Session,
+        url: str,
+        recorded: list[tuple[str, list[Conversation]]],
+        secrets: frozenset[str],
+    ) -> None:
+        self.session, self.url, self.recorded, self.secrets = session, url, recorded, secrets
+        self.ignore = session._ignore
+        first = recorded[0][1][0]
+        self.handshake = first
+        self.script: Script | None = None
+        self.greeting = Script(first, self.ignore)  # until the first client frame is sent
+        self.greeted = 0
+        self.lock = threading.Lock()
+        with session._lock:
+            session.replayed += 1
+
+    @property
+    def subprotocol(self) -> str | None:
+        return self.handshake.subprotocol
+
+    def receive(self) -> str | bytes | Close | None:
+        """The next server frame or close, or None: wait for the client's next frame.
+
+        Raises `CacheMiss` past the end of the recording (nothing would ever come).
+        """
+        with self.lock:
+            script = self.script or self.greeting
+            try:
+                event = script.next_server()
+            except EOFError:
+                raise _register(self.session, self._ended()) from None
+            if self.script is None and event is not None:
+                self.greeted += 1
+            return event
+
+    def ended(self) -> bool:
+        """True when the recording has nothing more for the client, ever."""
+        with self.lock:
+            script = self.script or self.greeting
+            return not script.due and script.position >= len(script.events)
+
+    def send(self, data: str | bytes) -> None:
+        """Check a client frame against the recording; `CacheMiss` with a diff if it differs."""
+        # Compared as it would be stored: the recording holds only masked credentials.
+        frame = redact_event({"client": encode_frame(data)}, self.secrets)["client"]
+        with self.lock:
+            if self.script is None:
+                self.script = self._choose(frame)
+            result = self.script.match(frame)
+        if result is not True:
+            raise _register(self.session, self._differs(result, frame))
+
+    def _choose(self, frame: Frame) -> Script:
+        key = conversation_key(self.url, frame, self.ignore)
+        for found, conversations in self.recorded:
+            if found == key:
+                index = _next_index(self.session, key)
+                conversation = conversations[min(index, len(conversations) - 1)]
+                script = Script(conversation, self.ignore)
+                script.skip_server(self.greeted)
+                return script
+        _next_index(self.session, key)
+        closest = self._closest(frame)
+        return Script(Conversation(self.url, events=[{"client": closest}]), self.ignore)
+
+    def _closest(self, frame: Frame) -> Frame:
+        """The recorded first client frame most like this one, for the diff."""
+        import difflib
+
+        from .._miss import render_body
+
+        mine = render_body(frame)
+        firsts = [c[0].first_client_frame() for _key, c in self.recorded]
+        options = [f for f in firsts if f is not None] or [{"text": ""}]
+        return max(
+            options,
+            key=lambda f: difflib.SequenceMatcher(None, render_body(f), mine).ratio(),
+        )
+
+    def _differs(self, recorded: Any, sent: Frame) -> CacheMiss:
+        session = self.session
+        position = sum(1 for e in (self.script.events if self.script else []) if "client" in e)
+        lines = [
+            f"ghostrun: a WebSocket frame to {self.url} differs from the recording",
+            f"  mode:         {session.mode.value}"
+            + (f" (session {session.name})" if session.name else ""),
+            f"  cassette dir: {session.cassette_dir}",
+            f"  recorded client frames: {position}",
+            "  A conversation cannot be half replayed: re-record it with GHOSTRUN_MODE=record "
+            "(or pytest --ghostrun-record) with the provider reachable.",
+        ]
+        name = "client frame" if not isinstance(recorded, dict) else "the recorded client frame"
+        lines += frame_diff(recorded if isinstance(recorded, dict) else None, sent, name)
+        return CacheMiss("\n".join(lines))
+
+    def _ended(self) -> CacheMiss:
+        return CacheMiss(
+            f"ghostrun: the recorded WebSocket conversation with {self.url} ends here, but the "
+            "client waits for another server frame. Re-record it with GHOSTRUN_MODE=record."
+        )
+
+
+class Recorder:
+    """Tapes a live conversation and writes it once, however it ends."""
+
+    def __init__(
+        self,
+        session: Session,
+        url: str,
+        headers: list[tuple[str, str]],
+        query: list[tuple[str, str]],
+    ) -> None:
+        self.session, self.headers, self.query = session, headers, query
+        self.conversation = Conversation(url)
+        self.lock = threading.Lock()
+        self.done = False
+        with session._lock:
+            session.on_close.append(self.finish)
+
+    def connected(
+        self, subprotocol: str | None, response_headers: Iterable[tuple[str, str]]
+    ) -> None:
+        self.conversation.subprotocol = subprotocol
+        self.conversation.response_headers = {str(k).lower(): str(v) for k, v in response_headers}
+
+    def sent(self, data: str | bytes) -> None:
+        with self.lock:
+            self.conversation.client(data)
+
+    def received(self, data: str | bytes) -> None:
+        with self.lock:
+            self.conversation.server(data)
+
+    def closed(self, by: str, code: int | None, reason: str) -> None:
+        with self.lock:
+            self.conversation.close(by, code, reason)
+        self.finish()
+
+    def finish(self) -> None:
+        """Write the cassette (once); later frames of a connection left open are not kept."""
+        with self.lock:
+            if self.done:
+                return
+            self.done = True
+            conversation = redact_conversation(self.conversation, self.headers, self.query)
+        session = self.session
+        # Keyed as it is stored, so that replay, which compares masked frames, finds it.
+        key = conversation_key(conversation.url, conversation.first_client_frame(), session._ignore)
+        _next_index(session, key)
+        path = session.cassette_dir / f"{key}.json"
+        with session._lock:
+            fresh = session.mode is Mode.RECORD and key not in session._recorded_here
+            kept = [] if fresh else read_conversations(path)
+            write_atomic(path, dump_json(document(key, [*kept, conversation])))
+            session._recorded_here[key] = session._recorded_here.get(key, 0) + 1
+            session.recorded += 1
