@@ -32,7 +32,7 @@ from typing import Any
 
 from .._exceptions import UnsupportedHttpx
 from ._wscassette import Close
-from ._wslink import Player, Recorder, open_link
+from ._wslink import NeedsLive, Player, Recorder, open_link
 
 __all__ = ["WebsocketsAdapter", "adapters"]
 
@@ -95,7 +95,7 @@ def _sync_connect(original: Callable[..., Any]) -> Callable[..., Any]:
         if link is None:
             return original(uri, **kwargs)
         if isinstance(link, Player):
-            return SyncReplay(link)
+            return SyncReplay(link, lambda: original(uri, **kwargs))
         live = original(uri, **kwargs)
         _connected(link, live)
         return SyncTaped(live, link)
@@ -110,7 +110,7 @@ def _await_impl(original: Callable[..., Any]) -> Callable[..., Any]:
         if link is None:
             return await original(self)
         if isinstance(link, Player):
-            self.connection = AsyncReplay(link)
+            self.connection = AsyncReplay(link, lambda: original(self))
             return self.connection
         live = await original(self)
         _connected(link, live)
@@ -148,6 +148,7 @@ def _delivered(message: str | bytes, decode: bool | None) -> str | bytes:
 
 
 def _closed_error(rcvd: Close | None, sent: Close | None) -> Exception:
+    """The library's exception for a closed connection (the side that closed first, first)."""
     from websockets.exceptions import ConnectionClosedError, ConnectionClosedOK
     from websockets.frames import Close as Frame
 
@@ -155,7 +156,8 @@ def _closed_error(rcvd: Close | None, sent: Close | None) -> Exception:
     out = None if sent is None or sent.code is None else Frame(sent.code, sent.reason)
     codes = {c.code for c in (got, out) if c is not None}
     ok = (got is not None or out is not None) and codes <= {1000, 1001}
-    return (ConnectionClosedOK if ok else ConnectionClosedError)(got, out)
+    first = None if rcvd is None or sent is None else rcvd.by == "server"
+    return (ConnectionClosedOK if ok else ConnectionClosedError)(got, out, first)
 
 
 class _Taped:
@@ -271,11 +273,12 @@ class AsyncTaped(_Taped):
 class _Replay:
     """A connection answered from the cassette: the state both clients share."""
 
-    def __init__(self, link: Player) -> None:
+    def __init__(self, link: Player, opener: Callable[[], Any]) -> None:
         from websockets.datastructures import Headers
         from websockets.http11 import Response
 
-        self._link = link
+        self._link, self._opener = link, opener
+        self._live: Any = None  # auto: the taped live connection that took over
         self._rcvd: Close | None = None
         self._sent: Close | None = None
         self.id = uuid.uuid4()
@@ -287,6 +290,14 @@ class _Replay:
         headers = Headers(list(link.handshake.response_headers.items()))
         self.response = Response(101, "Switching Protocols", headers)
         self.subprotocol = link.subprotocol
+
+    def __getattribute__(self, name: str) -> Any:
+        """Once a live connection took over (`_go_live`), it answers everything public."""
+        if not name.startswith("_"):
+            live = object.__getattribute__(self, "_live")
+            if live is not None:
+                return getattr(live, name)
+        return object.__getattribute__(self, name)
 
     @property
     def state(self) -> Any:
@@ -317,8 +328,8 @@ class _Replay:
         self._check_open()
         event = self._link.receive()
         if isinstance(event, Close):
-            self._rcvd = event
-            raise _closed_error(event, None)
+            self._rcvd = self._sent = event  # the client answers a close with the same close
+            raise _closed_error(event, event)
         return event
 
     def _close(self, code: int, reason: str) -> None:
@@ -329,15 +340,29 @@ class _Replay:
 class SyncReplay(_Replay):
     """A sync ``ClientConnection`` that never connects: the cassette answers."""
 
-    def __init__(self, link: Player) -> None:
-        super().__init__(link)
+    def __init__(self, link: Player, opener: Callable[[], Any]) -> None:
+        super().__init__(link, opener)
         self._wake = threading.Condition()
 
     def send(self, message: Any, text: bool | None = None) -> None:
         self._check_open()
-        self._link.send(_outgoing(message, text))
+        data = _outgoing(message, text)
+        try:
+            self._link.send(data)
+        except NeedsLive:
+            self._go_live().send(data)
         with self._wake:
             self._wake.notify_all()
+
+    def _go_live(self) -> SyncTaped:
+        recorder, greeted = self._link.go_live()
+        live = self._opener()
+        _connected(recorder, live)
+        taped = SyncTaped(live, recorder)
+        for _ in range(greeted):  # the client had a greeting already
+            taped.recv()
+        self._live = taped
+        return taped
 
     def recv(self, timeout: float | None = None, decode: bool | None = None) -> str | bytes:
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -392,8 +417,8 @@ class SyncReplay(_Replay):
 class AsyncReplay(_Replay):
     """An asyncio ``ClientConnection`` that never connects: the cassette answers."""
 
-    def __init__(self, link: Player) -> None:
-        super().__init__(link)
+    def __init__(self, link: Player, opener: Callable[[], Any]) -> None:
+        super().__init__(link, opener)
         self._wake: asyncio.Event | None = None
 
     def _event(self) -> asyncio.Event:
@@ -405,8 +430,22 @@ class AsyncReplay(_Replay):
         self._check_open()
         if hasattr(message, "__aiter__"):
             message = [piece async for piece in message]
-        self._link.send(_outgoing(message, text))
+        data = _outgoing(message, text)
+        try:
+            self._link.send(data)
+        except NeedsLive:
+            await (await self._go_live()).send(data)
         self._event().set()
+
+    async def _go_live(self) -> AsyncTaped:
+        recorder, greeted = self._link.go_live()
+        live = await self._opener()
+        _connected(recorder, live)
+        taped = AsyncTaped(live, recorder)
+        for _ in range(greeted):  # the client had a greeting already
+            await taped.recv()
+        self._live = taped
+        return taped
 
     async def recv(self, decode: bool | None = None) -> str | bytes:
         while True:

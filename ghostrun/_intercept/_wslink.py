@@ -52,7 +52,11 @@ from ._wscassette import (
     url_prefix,
 )
 
-__all__ = ["Player", "Recorder", "open_link"]
+__all__ = ["NeedsLive", "Player", "Recorder", "open_link"]
+
+
+class NeedsLive(Exception):
+    """``auto``: the first client frame matches no recording, so this one is made for real."""
 
 
 def open_link(
@@ -73,7 +77,7 @@ def open_link(
     if session.mode is not Mode.RECORD:
         recorded = _recorded(session.cassette_dir, url)
         if recorded:
-            return Player(session, url, recorded, secrets_of(pairs, params))
+            return Player(session, url, recorded, (pairs, params))
         if session.mode is Mode.REPLAY:
             raise _register(session, _no_recording(session, url))
     return Recorder(session, url, pairs, params)
@@ -141,9 +145,11 @@ class Player:
         session: Session,
         url: str,
         recorded: list[tuple[str, list[Conversation]]],
-        secrets: frozenset[str],
+        handshake: tuple[list[tuple[str, str]], list[tuple[str, str]]],
     ) -> None:
-        self.session, self.url, self.recorded, self.secrets = session, url, recorded, secrets
+        self.session, self.url, self.recorded = session, url, recorded
+        self.pairs, self.params = handshake
+        self.secrets = secrets_of(*handshake)
         self.ignore = session._ignore
         first = recorded[0][1][0]
         self.handshake = first
@@ -185,10 +191,17 @@ class Player:
         frame = redact_event({"client": encode_frame(data)}, self.secrets)["client"]
         with self.lock:
             if self.script is None:
-                self.script = self._choose(frame)
+                self.script = self._choose(frame)  # NeedsLive in auto when none matches
             result = self.script.match(frame)
         if result is not True:
             raise _register(self.session, self._differs(result, frame))
+
+    def go_live(self) -> tuple[Recorder, int]:
+        """A recorder for the live connection that replaces this one, and how many greeting
+        frames the client already had (the live server's own greeting is taped, not handed on)."""
+        with self.session._lock:
+            self.session.replayed -= 1
+        return Recorder(self.session, self.url, self.pairs, self.params), self.greeted
 
     def _choose(self, frame: Frame) -> Script:
         key = conversation_key(self.url, frame, self.ignore)
@@ -199,6 +212,8 @@ class Player:
                 script = Script(conversation, self.ignore)
                 script.skip_server(self.greeted)
                 return script
+        if self.session.mode is Mode.AUTO:
+            raise NeedsLive(key)
         _next_index(self.session, key)
         closest = self._closest(frame)
         return Script(Conversation(self.url, events=[{"client": closest}]), self.ignore)
