@@ -9,7 +9,7 @@ prove that a replay never connected.
 Routes (by path):
 
 - ``/v1/realtime``: the Realtime API's event shapes. ``session.created`` on
-  connect (with an ephemeral ``client_secret``), ``session.updated``,
+  connect, ``session.updated``,
   ``conversation.item.created``, and for ``response.create`` the text deltas
   (``response.output_text.delta``) or, when the session asks for audio, base64
   audio deltas (``response.output_audio.delta``, with their transcript), then
@@ -22,7 +22,8 @@ Routes (by path):
   reversed; the text ``"close"`` makes the server close with 1000 ``"bye"``.
 
 With ``echo_auth`` set, the Realtime greeting repeats the credential the
-handshake carried (as a misbehaving provider might), to test masking.
+handshake carried (as a misbehaving provider might) and hands out an
+ephemeral client secret (``ek_…``), to test masking.
 """
 
 from __future__ import annotations
@@ -224,8 +225,9 @@ class _Realtime:
 
     def run(self) -> None:
         greeting: JSON = {"type": "session.created", "session": dict(self.session)}
-        greeting["session"]["client_secret"] = {"value": "ek_sim0123456789abcdef", "expires_at": 0}
-        if self.sim.echo_auth:
+        if self.sim.echo_auth:  # and an ephemeral client secret: both must be masked
+            secret = {"value": "ek_sim0123456789abcdef", "expires_at": 0}
+            greeting["session"]["client_secret"] = secret
             greeting["session"]["instructions"] = f"auth: {self.headers.get('Authorization')}"
         self.send(greeting)
         for message in self.sim._frames(self.ws):
@@ -249,7 +251,9 @@ class _Realtime:
         item_id = self.sim._next("item")
         answer = f"Echo: {self.last_text}"
         audio = "audio" in (self.session.get("output_modalities") or [])
-        self.send({"type": "response.created", "response": {"id": response_id, "status": "in_progress"}})
+        self.send(
+            {"type": "response.created", "response": {"id": response_id, "status": "in_progress"}}
+        )
         if audio:
             for chunk in (AUDIO[:1024], AUDIO[1024:]):
                 self.send(

@@ -1,0 +1,379 @@
+"""WebSocket cassettes (DESIGN §3) through the real clients: websockets (sync and asyncio),
+openai Realtime (sync and async), openai-agents' Responses WebSocket transport.
+
+Each records against the loopback WebSocket provider, then replays with the
+provider stopped: the count of accepted connections proves replay never
+connected.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import openai
+import pytest
+import websockets.asyncio.client as aio_client
+import websockets.sync.client as sync_client
+from websockets.exceptions import ConnectionClosedOK
+from ws_simulator import AUDIO, WebSocketSimulator
+
+import ghostrun
+
+LOOPBACK = ("127.0.0.1",)
+API_KEY = "sk-proj-wsSECRET0123456789abcdef"
+
+
+@pytest.fixture
+def ws_provider() -> Iterator[WebSocketSimulator]:
+    with WebSocketSimulator() as simulator:
+        yield simulator
+
+
+def _session(cassette_dir: Path, mode: str) -> ghostrun.Session:
+    return ghostrun.session(cassette_dir=cassette_dir, hosts=LOOPBACK, mode=mode)
+
+
+def _cassettes(cassette_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(p.read_text()) for p in sorted(cassette_dir.glob("*.json"))]
+
+
+# -- a raw websockets client ---------------------------------------------------------
+
+
+def _raw_sync(url: str) -> list[Any]:
+    seen: list[Any] = []
+    with sync_client.connect(url, subprotocols=["chat"]) as ws:
+        seen.append(ws.subprotocol)
+        ws.send("hello")
+        seen.append(json.loads(ws.recv()))
+        ws.send(b"\x01\x02\x03")
+        seen.append(ws.recv())
+        ws.send("close")
+        with pytest.raises(ConnectionClosedOK) as closed:
+            ws.recv()
+        seen.append((closed.value.rcvd.code, closed.value.rcvd.reason))
+    return seen
+
+
+async def _raw_async(url: str) -> list[Any]:
+    seen: list[Any] = []
+    async with aio_client.connect(url) as ws:
+        await ws.send("hello")
+        seen.append(json.loads(await ws.recv()))
+        await ws.send(b"\x01\x02\x03")
+        seen.append(await ws.recv(decode=False))
+        await ws.send("close")
+        seen.extend([json.loads(m) if isinstance(m, str) else m async for m in ws])
+        seen.append((ws.close_code, ws.close_reason))
+    return seen
+
+
+def test_raw_sync_client_records_then_replays_without_connecting(
+    ws_provider: WebSocketSimulator, cassette_dir: Path
+) -> None:
+    url = ws_provider.url("/echo")
+    with _session(cassette_dir, "auto") as recording:
+        live = _raw_sync(url)
+    assert live == ["chat", {"echo": "hello"}, b"\x03\x02\x01", (1000, "bye")]
+    assert (recording.recorded, ws_provider.connections) == (1, 1)
+    ws_provider.stop()
+    with _session(cassette_dir, "replay") as replay:
+        assert _raw_sync(url) == live
+    assert (replay.replayed, ws_provider.connections) == (1, 1)
+
+
+def test_raw_asyncio_client_records_then_replays_without_connecting(
+    ws_provider: WebSocketSimulator, cassette_dir: Path
+) -> None:
+    url = ws_provider.url("/echo")
+
+    async def both() -> tuple[list[Any], list[Any]]:
+        async with _session(cassette_dir, "auto"):
+            live = await _raw_async(url)
+        ws_provider.stop()
+        async with _session(cassette_dir, "replay") as replay:
+            replayed = await _raw_async(url)
+        assert replay.replayed == 1
+        return live, replayed
+
+    live, replayed = asyncio.run(both())
+    assert live == [{"echo": "hello"}, b"\x03\x02\x01", (1000, "bye")]
+    assert replayed == live
+    assert ws_provider.connections == 1
+
+
+def test_the_cassette_is_readable_json_text_and_base64_with_the_close(
+    ws_provider: WebSocketSimulator, cassette_dir: Path
+) -> None:
+    with _session(cassette_dir, "auto"):
+        _raw_sync(ws_provider.url("/echo?key=AIzaQueryKEY0123456789"))
+    (document,) = _cassettes(cassette_dir)
+    assert (document["kind"], document["version"]) == ("websocket", 1)
+    (conversation,) = document["conversations"]
+    assert conversation["handshake"]["url"] == ws_provider.url("/echo")  # key= dropped
+    assert conversation["handshake"]["subprotocol"] == "chat"
+    assert conversation["frames"] == [
+        {"client": {"text": "hello"}},
+        {"server": {"json": {"echo": "hello"}}},
+        {"client": {"base64": base64.b64encode(b"\x01\x02\x03").decode()}},
+        {"server": {"base64": base64.b64encode(b"\x03\x02\x01").decode()}},
+        {"client": {"text": "close"}},
+        {"close": {"by": "server", "code": 1000, "reason": "bye"}},
+    ]
+
+
+def test_recv_timeout_in_replay_raises_timeout_error_when_nothing_more_comes(
+    ws_provider: WebSocketSimulator, cassette_dir: Path
+) -> None:
+    url = ws_provider.url("/echo")
+
+    def talk() -> None:
+        with sync_client.connect(url) as ws:
+            ws.send("ping?")
+            assert json.loads(ws.recv(timeout=5)) == {"echo": "ping?"}
+            with pytest.raises(TimeoutError):
+                ws.recv(timeout=0.2)
+
+    with _session(cassette_dir, "auto"):
+        talk()
+    ws_provider.stop()
+    with _session(cassette_dir, "replay"):
+        talk()
+
+
+def test_a_changed_client_frame_is_a_miss_whose_diff_shows_the_change(
+    ws_provider: WebSocketSimulator, cassette_dir: Path
+) -> None:
+    url = ws_provider.url("/echo")
+    with _session(cassette_dir, "auto"):
+        with sync_client.connect(url) as ws:
+            ws.send(json.dumps({"type": "greet", "text": "hello"}))
+            ws.recv()
+            ws.send(json.dumps({"type": "ask", "text": "Where is my refund?"}))
+            ws.recv()
+    ws_provider.stop()
+    with pytest.raises(ghostrun.CacheMiss) as missed:
+        with _session(cassette_dir, "replay") as replay:
+            with sync_client.connect(url) as ws:
+                ws.send(json.dumps({"type": "greet", "text": "hello"}))
+                ws.recv()
+                ws.send(json.dumps({"type": "ask", "text": "Where is my parcel?"}))
+    message = str(missed.value)
+    assert "differs from the recording" in message
+    assert '-text: "Where is my refund?"' in message
+    assert '+text: "Where is my parcel?"' in message
+    assert len(replay.misses) == 1
+    assert ws_provider.connections == 1
+
+
+def test_replay_without_any_recording_is_a_miss_before_connecting(
+    ws_provider: WebSocketSimulator, cassette_dir: Path
+) -> None:
+    with pytest.raises(ghostrun.CacheMiss, match="no recorded WebSocket conversation"):
+        with _session(cassette_dir, "replay"):
+            sync_client.connect(ws_provider.url("/echo"))
+    assert ws_provider.connections == 0
+
+
+def test_client_generated_event_ids_are_matched_leniently(
+    ws_provider: WebSocketSimulator, cassette_dir: Path
+) -> None:
+    url = ws_provider.url("/echo")
+    ids = iter(["evt_Ab3dE5gH7jK9mN1p", "evt_Zy8xW6vU4tS2rQ0o"])
+
+    def talk() -> Any:
+        with sync_client.connect(url) as ws:
+            event_id = next(ids)  # each run generates its own
+            ws.send(json.dumps({"type": "ping", "event_id": event_id, "text": "hi"}))
+            return json.loads(ws.recv())["echo"]
+
+    with _session(cassette_dir, "auto"):
+        first = talk()
+    ws_provider.stop()
+    with _session(cassette_dir, "replay") as replay:
+        assert talk() == first  # recorded frame, recorded answer, whatever the new id
+    assert replay.replayed == 1
+
+
+# -- openai Realtime --------------------------------------------------------------------
+
+
+def _realtime_client(ws: WebSocketSimulator, cls: Any = openai.OpenAI) -> Any:
+    return cls(api_key=API_KEY, base_url="http://127.0.0.1:9/v1", websocket_base_url=ws.url("/v1"))
+
+
+def _user_item(text: str) -> dict[str, Any]:
+    return {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
+
+
+def _realtime_sync(ws: WebSocketSimulator, modalities: list[str], text: str) -> list[Any]:
+    events = []
+    with _realtime_client(ws).realtime.connect(model="gpt-realtime") as conn:
+        conn.session.update(session={"type": "realtime", "output_modalities": modalities})
+        conn.conversation.item.create(item=_user_item(text))
+        conn.response.create()
+        for event in conn:
+            events.append(event.to_dict())
+            if event.type == "response.done":
+                break
+    return events
+
+
+async def _realtime_async(ws: WebSocketSimulator, modalities: list[str], text: str) -> list[Any]:
+    events = []
+    client = _realtime_client(ws, openai.AsyncOpenAI)
+    async with client.realtime.connect(model="gpt-realtime") as conn:
+        await conn.session.update(session={"type": "realtime", "output_modalities": modalities})
+        await conn.conversation.item.create(item=_user_item(text))
+        await conn.response.create()
+        async for event in conn:
+            events.append(event.to_dict())
+            if event.type == "response.done":
+                break
+    return events
+
+
+def _text_and_audio(events: list[Any]) -> tuple[str, bytes]:
+    text = "".join(e["delta"] for e in events if e["type"].endswith("text.delta"))
+    text += "".join(e["delta"] for e in events if e["type"].endswith("transcript.delta"))
+    audio = b"".join(
+        base64.b64decode(e["delta"]) for e in events if e["type"] == "response.output_audio.delta"
+    )
+    return text, audio
+
+
+def test_openai_realtime_sync_text_and_audio_replay_identically(
+    ws_provider: WebSocketSimulator, cassette_dir: Path
+) -> None:
+    with _session(cassette_dir, "auto") as recording:
+        text = _realtime_sync(ws_provider, ["text"], "Hello there")
+        audio = _realtime_sync(ws_provider, ["audio"], "Say it aloud")
+    assert recording.recorded == 2 and ws_provider.connections == 2
+    assert _text_and_audio(text) == ("Echo: Hello there", b"")
+    assert _text_and_audio(audio) == ("Echo: Say it aloud", AUDIO)
+    ws_provider.stop()
+    with _session(cassette_dir, "replay") as replay:
+        assert _realtime_sync(ws_provider, ["audio"], "Say it aloud") == audio
+        assert _realtime_sync(ws_provider, ["text"], "Hello there") == text
+    assert replay.replayed == 2 and ws_provider.connections == 2
+
+
+def test_openai_realtime_async_replays_identically(
+    ws_provider: WebSocketSimulator, cassette_dir: Path
+) -> None:
+    async def both() -> None:
+        async with _session(cassette_dir, "auto"):
+            live = await _realtime_async(ws_provider, ["audio"], "Hello there")
+        assert _text_and_audio(live) == ("Echo: Hello there", AUDIO)
+        ws_provider.stop()
+        async with _session(cassette_dir, "replay") as replay:
+            assert await _realtime_async(ws_provider, ["audio"], "Hello there") == live
+        assert replay.replayed == 1
+
+    asyncio.run(both())
+    assert ws_provider.connections == 1
+
+
+def test_a_changed_realtime_event_is_a_miss_with_its_diff(
+    ws_provider: WebSocketSimulator, cassette_dir: Path
+) -> None:
+    with _session(cassette_dir, "auto"):
+        _realtime_sync(ws_provider, ["text"], "Hello there")
+    ws_provider.stop()
+    with pytest.raises(ghostrun.CacheMiss) as missed:
+        with _session(cassette_dir, "replay"):
+            _realtime_sync(ws_provider, ["text"], "Hello world")
+    assert '-item.content[0].text: "Hello there"' in str(missed.value)
+    assert '+item.content[0].text: "Hello world"' in str(missed.value)
+
+
+# -- openai-agents over the Responses WebSocket transport ------------------------------------
+
+
+def test_agent_run_with_a_tool_over_the_websocket_transport_replays_identically(
+    ws_provider: WebSocketSimulator, cassette_dir: Path
+) -> None:
+    from agents import Agent, OpenAIResponsesWSModel, Runner, function_tool, set_tracing_disabled
+
+    set_tracing_disabled(True)
+    calls: list[str] = []
+
+    @function_tool
+    def lookup_order(order_id: str) -> str:
+        """Look an order up."""
+        calls.append(order_id)
+        return f"order {order_id}: shipped"
+
+    async def run() -> tuple[Any, list[str]]:
+        client = _realtime_client(ws_provider, openai.AsyncOpenAI)
+        model = OpenAIResponsesWSModel("gpt-sim", client)  # its connection is never closed
+        agent = Agent(name="support", instructions="Help.", tools=[lookup_order], model=model)
+        result = await Runner.run(agent, "Where is my order A123?")
+        return result.final_output, [type(item).__name__ for item in result.new_items]
+
+    async def both() -> None:
+        async with _session(cassette_dir, "auto") as recording:
+            live = await run()
+        assert live == (
+            "Echo: order A123: shipped",
+            ["ToolCallItem", "ToolCallOutputItem", "MessageOutputItem"],
+        )
+        assert recording.recorded == 1  # one conversation, two model turns
+        ws_provider.stop()
+        async with _session(cassette_dir, "replay") as replay:
+            assert await run() == live
+        assert replay.replayed == 1
+
+    asyncio.run(both())
+    assert calls == ["A123", "A123"]
+    assert ws_provider.connections == 1
+    (document,) = _cassettes(cassette_dir)
+    frames = document["conversations"][0]["frames"]
+    sent = [f["client"]["json"]["type"] for f in frames if "client" in f]
+    assert sent == ["response.create", "response.create"]
+
+
+# -- secrets --------------------------------------------------------------------------------
+
+
+def test_no_credential_reaches_the_cassette(cassette_dir: Path) -> None:
+    with WebSocketSimulator(echo_auth=True) as ws:
+        with _session(cassette_dir, "auto"):
+            _realtime_sync(ws, ["text"], f"my key is {API_KEY}, keep it")
+            with sync_client.connect(
+                ws.url("/echo?key=AIzaQueryKEY0123456789abcdefghijklmn"),
+                additional_headers={"api-key": "azureKEY0123456789"},
+            ) as raw:
+                raw.send(json.dumps({"type": "auth", "api_key": "fieldKEY0123456789"}))
+                raw.recv()
+                raw.send("again: azureKEY0123456789 and fieldKEY0123456789")
+                raw.recv()
+        handshake = ws.handshakes[0]["headers"]
+        assert handshake["Authorization"] == f"Bearer {API_KEY}"  # it was sent
+    files = list(cassette_dir.glob("*.json"))
+    assert len(files) == 2
+    secrets = [API_KEY, "AIzaQueryKEY", "azureKEY0123456789", "fieldKEY0123456789", "ek_sim"]
+    for path in files:
+        data = path.read_bytes()
+        for frame in _base64_values(json.loads(data)):
+            data += base64.b64decode(frame)
+        for secret in secrets:
+            assert secret.encode() not in data, (secret, path)
+    assert "[REDACTED]" in "".join(p.read_text() for p in files)
+
+
+def _base64_values(value: Any) -> Iterator[str]:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key == "base64" and isinstance(item, str):
+                yield item
+            else:
+                yield from _base64_values(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _base64_values(item)
