@@ -127,23 +127,28 @@ def test_the_cassette_is_readable_json_text_and_base64_with_the_close(
     ]
 
 
+@pytest.mark.parametrize("closes", [True, False], ids=["then-closes", "left-open"])
 def test_recv_timeout_in_replay_raises_timeout_error_when_nothing_more_comes(
-    ws_provider: WebSocketSimulator, cassette_dir: Path
+    ws_provider: WebSocketSimulator, cassette_dir: Path, closes: bool
 ) -> None:
+    """Whether the recording goes on (the client's close) or simply ends (left open)."""
     url = ws_provider.url("/echo")
 
     def talk() -> None:
-        with sync_client.connect(url) as ws:
-            ws.send("ping?")
-            assert json.loads(ws.recv(timeout=5)) == {"echo": "ping?"}
-            with pytest.raises(TimeoutError):
-                ws.recv(timeout=0.2)
+        ws = sync_client.connect(url)
+        ws.send("ping?")
+        assert json.loads(ws.recv(timeout=5)) == {"echo": "ping?"}
+        with pytest.raises(TimeoutError):
+            ws.recv(timeout=0.2)
+        if closes:
+            ws.close()
 
     with _session(cassette_dir, "auto"):
         talk()
     ws_provider.stop()
-    with _session(cassette_dir, "replay"):
+    with _session(cassette_dir, "replay") as replay:
         talk()
+    assert replay.replayed == 1
 
 
 def test_a_changed_client_frame_is_a_miss_whose_diff_shows_the_change(
@@ -353,11 +358,13 @@ def test_no_credential_reaches_the_cassette(cassette_dir: Path) -> None:
                 raw.recv()
                 raw.send("again: azureKEY0123456789 and fieldKEY0123456789")
                 raw.recv()
+                raw.send("a session token: ek_embedded0123456789ab, in a sentence")
+                raw.recv()
         handshake = ws.handshakes[0]["headers"]
         assert handshake["Authorization"] == f"Bearer {API_KEY}"  # it was sent
     files = list(cassette_dir.glob("*.json"))
     assert len(files) == 2
-    secrets = [API_KEY, "AIzaQueryKEY", "azureKEY0123456789", "fieldKEY0123456789", "ek_sim"]
+    secrets = [API_KEY, "AIzaQueryKEY", "azureKEY0123456789", "fieldKEY0123456789", "ek_"]
     for path in files:
         data = path.read_bytes()
         for frame in _base64_values(json.loads(data)):

@@ -386,7 +386,7 @@ def redact_event(event: dict[str, Any], secrets: frozenset[str]) -> dict[str, An
     """One ``{"client": FRAME}`` or ``{"server": FRAME}`` as it may be written."""
     if "client" in event:
         entry = redact_entry({"request": {"body": event["client"]}, "response": {}}, secrets)
-        return {"client": entry["request"]["body"]}
+        return {"client": _mask_ephemeral(entry["request"]["body"])}
     if "server" in event:
         entry = redact_entry({"request": {}, "response": {"body": event["server"]}}, secrets)
         body = entry["response"]["body"]
