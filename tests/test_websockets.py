@@ -205,6 +205,49 @@ def test_client_generated_event_ids_are_matched_leniently(
     assert replay.replayed == 1
 
 
+# -- aiohttp ws_connect ----------------------------------------------------------------------
+
+
+async def _aiohttp_talk(url: str) -> list[Any]:
+    import aiohttp
+
+    seen: list[Any] = []
+    headers = {"Authorization": f"Bearer {API_KEY}"}
+    async with aiohttp.ClientSession(headers=headers) as http:
+        async with http.ws_connect(url, protocols=["chat"]) as ws:
+            seen.append(ws.protocol)
+            await ws.send_json({"type": "hello", "n": 1})
+            seen.append(await ws.receive_json(timeout=5))
+            await ws.send_bytes(b"\x01\x02")
+            seen.append(await ws.receive_bytes())
+            await ws.send_str("close")
+            seen.extend([(msg.type.name, msg.data) async for msg in ws])
+            seen.append((ws.closed, ws.close_code))
+    return seen
+
+
+def test_aiohttp_ws_connect_records_then_replays_without_connecting(
+    ws_provider: WebSocketSimulator, cassette_dir: Path
+) -> None:
+    url = ws_provider.url("/echo")
+
+    async def both() -> tuple[list[Any], list[Any]]:
+        async with _session(cassette_dir, "auto") as recording:
+            live = await _aiohttp_talk(url)
+        assert recording.recorded == 1
+        ws_provider.stop()
+        async with _session(cassette_dir, "replay") as replay:
+            replayed = await _aiohttp_talk(url)
+        assert replay.replayed == 1
+        return live, replayed
+
+    live, replayed = asyncio.run(both())
+    assert live == ["chat", {"echo": '{"type": "hello", "n": 1}'}, b"\x02\x01", (True, 1000)]
+    assert replayed == live
+    assert ws_provider.connections == 1
+    assert API_KEY.encode() not in b"".join(p.read_bytes() for p in cassette_dir.glob("*.json"))
+
+
 # -- openai Realtime --------------------------------------------------------------------
 
 

@@ -6,6 +6,7 @@
     _aiohttp      aiohttp (a client middleware appended to every request)
     _urllib3      urllib3: requests, botocore/boto3 (``HTTPConnectionPool._make_request``)
     _websockets   websockets' sync and asyncio clients (``connect``), WebSocket conversations
+    _aiohttp_ws   aiohttp's ``ws_connect`` (``ClientSession._ws_connect``), WebSocket conversations
     _wslink       the session side of a WebSocket conversation (record, replay, miss), shared
                   by the WebSocket roads
     _wscassette   a WebSocket conversation's cassette format, key and replay script (I/O-free)

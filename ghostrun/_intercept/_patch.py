@@ -27,6 +27,7 @@ ROADS: tuple[str, ...] = (
     "_aiohttp",
     "_urllib3",  # requests, botocore/boto3
     "_websockets",  # websockets' sync and asyncio clients (WebSocket conversations)
+    "_aiohttp_ws",  # aiohttp's ws_connect (WebSocket conversations)
 )
 """The road modules of ``ghostrun._intercept``, in installation order."""
 
