@@ -359,7 +359,11 @@ def _list_unused(found: _Unused, directory: Path) -> None:
 
 
 def _describe_cassette(path: Path) -> str:
-    request = (_validate.load(path, "cassette") or {}).get("request") or {}
+    document = _validate.load(path, "cassette") or {}
+    if document.get("kind") == "websocket":  # a WebSocket cassette: its handshake URL
+        conversations = document.get("conversations") or [{"handshake": {}}]
+        return f"WEBSOCKET {conversations[0]['handshake'].get('url', '?')}"
+    request = document.get("request") or {}
     return f"{request.get('method', '?')} {request.get('url', '?')}"
 
 

@@ -36,7 +36,9 @@ def kind_of(path: Path, document: Any) -> Kind | None:
 
 
 def render_file(path: Path, document: dict[str, Any]) -> str:
-    """A checked cassette or judge verdict (`ghostrun._validate`)."""
+    """A checked cassette (HTTP or WebSocket) or judge verdict (`ghostrun._validate`)."""
+    if document.get("kind") == "websocket":
+        return render_websocket(path, document)
     if kind_of(path, document) == "verdict":
         return render_verdict(path, document)
     return render_cassette(path, document)
@@ -68,6 +70,38 @@ def render_cassette(path: Path, cassette: dict[str, Any]) -> str:
         if error:
             lines.append(f"  stream broke: {error.get('type')}: {error.get('message')}")
     return "\n".join(lines) + "\n"
+
+
+def render_websocket(path: Path, cassette: dict[str, Any]) -> str:
+    """A WebSocket cassette: each conversation's handshake, then one line per frame."""
+    conversations = cassette.get("conversations") or []
+    lines = [f"websocket cassette {cassette.get('key', path.stem)}  ({path})"]
+    for index, conversation in enumerate(conversations, 1):
+        handshake = conversation.get("handshake") or {}
+        subprotocol = handshake.get("subprotocol")
+        lines += [
+            "",
+            f"CONVERSATION {index} of {len(conversations)}  {handshake.get('url', '?')}"
+            + (f"  (subprotocol {subprotocol})" if subprotocol else ""),
+            *_headers(handshake.get("headers") or {}),
+        ]
+        lines += [_frame_line(event) for event in conversation.get("frames") or []]
+    return "\n".join(lines) + "\n"
+
+
+def _frame_line(event: Any) -> str:
+    if not isinstance(event, dict) or len(event) != 1:
+        return f"  ? {event!r}"
+    ((side, body),) = event.items()
+    if side == "close":
+        close = body if isinstance(body, dict) else {}
+        return f"  x closed by {close.get('by')}: {close.get('code')} {close.get('reason')!r}"
+    arrow = "->" if side == "client" else "<-"
+    kind, value = next(iter(body.items())) if isinstance(body, dict) and body else ("?", body)
+    if kind == "base64":
+        return f"  {arrow} {side}  {len(str(value)) * 3 // 4} bytes of binary data"
+    text = orjson.dumps(value).decode() if kind == "json" else str(value)
+    return f"  {arrow} {side}  {text if len(text) <= 160 else text[:157] + '...'}"
 
 
 def render_verdict(path: Path, verdict: dict[str, Any]) -> str:

@@ -370,10 +370,22 @@ def _headers(value: Any, where: str) -> None:
 def _cassette(document: Any, stem: str) -> None:
     found = _version(document, "cassette")
     _key(found, stem)
+    if found.get("kind") == "websocket":  # a WebSocket conversation, checked by its own module
+        _websocket(found)
+        return
     _request(_required(found, "request", ""), "request")
     responses = _list(_required(found, "responses", ""), "responses", non_empty=True)
     for index, response in enumerate(responses):
         _response(response, f"responses[{index}]")
+
+
+def _websocket(document: dict[str, Any]) -> None:
+    from ._intercept._wscassette import parse_document
+
+    try:
+        parse_document(document, "")
+    except ValueError as exc:
+        raise Invalid("", str(exc)) from None
 
 
 def _request(value: Any, where: str) -> None:

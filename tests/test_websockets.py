@@ -427,3 +427,36 @@ def _base64_values(value: Any) -> Iterator[str]:
     elif isinstance(value, list):
         for item in value:
             yield from _base64_values(item)
+
+
+# -- the command line ---------------------------------------------------------------------
+
+
+def test_show_and_check_read_a_websocket_cassette(
+    ws_provider: WebSocketSimulator, cassette_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ghostrun import _cli, _runlog
+
+    url = ws_provider.url("/echo")
+    with _session(cassette_dir, "auto"):
+        _raw_sync(url)
+    (path,) = cassette_dir.glob("*.json")
+    assert _cli.main(["show", path.stem[:12], "--cassette-dir", str(cassette_dir)]) == 0
+    shown = capsys.readouterr().out
+    assert f"CONVERSATION 1 of 1  {url}  (subprotocol chat)" in shown
+    assert '  -> client  hello\n  <- server  {"echo":"hello"}\n' in shown
+    assert "  <- server  3 bytes of binary data\n" in shown
+    assert "  x closed by server: 1000 'bye'" in shown
+
+    log = _runlog.RunLog()
+    previous = _runlog.swap(log)
+    try:
+        with _session(cassette_dir, "replay"):
+            _raw_sync(url)
+        _runlog.write_run()
+    finally:
+        _runlog.swap(previous)
+    assert _cli.main(["check", "--cassette-dir", str(cassette_dir)]) == 0  # the replay used it
+    path.rename(cassette_dir / ("0" * 32 + ".json"))  # now no run used it
+    assert _cli.main(["check", "--cassette-dir", str(cassette_dir)]) == 1
+    assert f"{'0' * 32}.json  WEBSOCKET {url}" in capsys.readouterr().out
