@@ -577,8 +577,8 @@ def test_without_aiohttp_the_adapter_stands_aside(monkeypatch: pytest.MonkeyPatc
 async def test_a_websocket_to_a_provider_is_refused_in_replay(
     provider: ProviderSimulator, cassette_dir: Path
 ) -> None:
-    """A realtime WebSocket cannot be recorded; in replay it must not reach the network."""
-    with pytest.raises(CacheMiss, match="WebSocket connection"):
+    """A WebSocket with no recorded conversation is a miss in replay, before any connection."""
+    with pytest.raises(CacheMiss, match="no recorded WebSocket conversation"):
         async with ghostrun.session(cassette_dir=cassette_dir, hosts=LOOPBACK, mode="replay"):
             async with aiohttp.ClientSession() as http:
                 await http.ws_connect(provider.url("/v1/realtime"))
