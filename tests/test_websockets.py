@@ -205,6 +205,27 @@ def test_client_generated_event_ids_are_matched_leniently(
     assert replay.replayed == 1
 
 
+def test_ignore_fields_apply_to_client_frames(
+    ws_provider: WebSocketSimulator, cassette_dir: Path
+) -> None:
+    url = ws_provider.url("/echo")
+
+    def talk(trace: str, **session: Any) -> Any:
+        with ghostrun.session(cassette_dir=cassette_dir, hosts=LOOPBACK, **session):
+            with sync_client.connect(url) as ws:
+                ws.send(json.dumps({"type": "ask", "metadata": {"trace_id": trace}}))
+                return json.loads(ws.recv())
+
+    ignoring = ["metadata.trace_id"]  # as for HTTP, the same at record and at replay
+    first = talk("trace-1", mode="auto", ignore_fields=ignoring)
+    ws_provider.stop()
+    assert talk("trace-2", mode="replay", ignore_fields=ignoring) == first
+    with pytest.raises(ghostrun.CacheMiss, match="starts with this frame") as missed:
+        talk("trace-2", mode="replay")
+    assert '-metadata.trace_id: "trace-1"' in str(missed.value)
+    assert '+metadata.trace_id: "trace-2"' in str(missed.value)
+
+
 # -- aiohttp ws_connect ----------------------------------------------------------------------
 
 

@@ -27,7 +27,6 @@ import os
 import threading
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 from urllib.parse import parse_qsl
 
 from .._exceptions import CacheMiss, CassetteError
@@ -154,6 +153,7 @@ class Player:
         first = recorded[0][1][0]
         self.handshake = first
         self.script: Script | None = None
+        self.key = ""
         self.greeting = Script(first, self.ignore)  # until the first client frame is sent
         self.greeted = 0
         self.lock = threading.Lock()
@@ -194,7 +194,7 @@ class Player:
                 self.script = self._choose(frame)  # NeedsLive in auto when none matches
             result = self.script.match(frame)
         if result is not True:
-            raise _register(self.session, self._differs(result, frame))
+            raise _register(self.session, self._differs(result or None, frame))
 
     def go_live(self) -> tuple[Recorder, int]:
         """A recorder for the live connection that replaces this one, and how many greeting
@@ -211,41 +211,54 @@ class Player:
                 conversation = conversations[min(index, len(conversations) - 1)]
                 script = Script(conversation, self.ignore)
                 script.skip_server(self.greeted)
+                self.key = key
                 return script
         if self.session.mode is Mode.AUTO:
             raise NeedsLive(key)
         _next_index(self.session, key)
-        closest = self._closest(frame)
-        return Script(Conversation(self.url, events=[{"client": closest}]), self.ignore)
+        raise _register(self.session, self._no_first(key, frame))
 
-    def _closest(self, frame: Frame) -> Frame:
-        """The recorded first client frame most like this one, for the diff."""
+    def _no_first(self, key: str, frame: Frame) -> CacheMiss:
+        """No recording starts with this frame: the diff against the closest first frame."""
         import difflib
 
         from .._miss import render_body
 
         mine = render_body(frame)
-        firsts = [c[0].first_client_frame() for _key, c in self.recorded]
-        options = [f for f in firsts if f is not None] or [{"text": ""}]
-        return max(
-            options,
-            key=lambda f: difflib.SequenceMatcher(None, render_body(f), mine).ratio(),
+        firsts = [(k, c[0].first_client_frame() or {"text": ""}) for k, c in self.recorded]
+        closest_key, closest = max(
+            firsts, key=lambda f: difflib.SequenceMatcher(None, render_body(f[1]), mine).ratio()
         )
+        lines = [
+            f"ghostrun: no recorded WebSocket conversation with {self.url} starts with this frame",
+            *self._where(),
+            f"  expected:     {key}.json",
+            "  To record it, run once with GHOSTRUN_MODE=record (or pytest --ghostrun-record) "
+            "with the provider reachable.",
+            f"  Closest recorded conversation with this URL: {closest_key}.json",
+            *frame_diff(closest, frame, f"{closest_key}.json"),
+        ]
+        return CacheMiss("\n".join(lines))
 
-    def _differs(self, recorded: Any, sent: Frame) -> CacheMiss:
+    def _where(self) -> list[str]:
         session = self.session
-        position = sum(1 for e in (self.script.events if self.script else []) if "client" in e)
+        named = f" (session {session.name})" if session.name else ""
+        return [
+            f"  mode:         {session.mode.value}{named}",
+            f"  cassette dir: {session.cassette_dir}",
+        ]
+
+    def _differs(self, recorded: Frame | None, sent: Frame) -> CacheMiss:
+        script = self.script
+        before = sum(1 for e in script.events[: script.position] if "client" in e) if script else 0
         lines = [
             f"ghostrun: a WebSocket frame to {self.url} differs from the recording",
-            f"  mode:         {session.mode.value}"
-            + (f" (session {session.name})" if session.name else ""),
-            f"  cassette dir: {session.cassette_dir}",
-            f"  recorded client frames: {position}",
+            *self._where(),
+            f"  cassette:     {self.key}.json, client frame {before + 1}",
             "  A conversation cannot be half replayed: re-record it with GHOSTRUN_MODE=record "
             "(or pytest --ghostrun-record) with the provider reachable.",
+            *frame_diff(recorded, sent, f"{self.key}.json"),
         ]
-        name = "client frame" if not isinstance(recorded, dict) else "the recorded client frame"
-        lines += frame_diff(recorded if isinstance(recorded, dict) else None, sent, name)
         return CacheMiss("\n".join(lines))
 
     def _ended(self) -> CacheMiss:
