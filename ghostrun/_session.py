@@ -174,7 +174,7 @@ class Session:
         self._write_errors: list[Exception] = []
         self._warned_unlisted = False
         self._telemetry = UrlList(TELEMETRY_URLS + settings.ignore_urls + self.ignore_urls)
-        self.on_close: list[Callable[[], None]] = []  # WebSocket tapes still open, to write
+        self._on_close: list[Callable[[], None]] = []  # WebSocket tapes still open, to write
 
     def __repr__(self) -> str:
         return (
@@ -221,7 +221,7 @@ class Session:
                 return
             unraised, self._unraised = self._unraised, []
             write_errors, self._write_errors = self._write_errors, []
-            closing, self.on_close = self.on_close, []
+            closing, self._on_close = self._on_close, []
         for finish in closing:
             finish()
         from . import _runlog

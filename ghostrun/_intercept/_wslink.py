@@ -283,7 +283,7 @@ class Recorder:
         self.lock = threading.Lock()
         self.done = False
         with session._lock:
-            session.on_close.append(self.finish)
+            session._on_close.append(self.finish)
 
     def connected(
         self, subprotocol: str | None, response_headers: Iterable[tuple[str, str]]
