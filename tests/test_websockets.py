@@ -185,6 +185,17 @@ def test_replay_without_any_recording_is_a_miss_before_connecting(
     assert ws_provider.connections == 0
 
 
+def test_a_connection_that_fails_writes_no_cassette(cassette_dir: Path) -> None:
+    from simulator import closed_port_url
+
+    url = closed_port_url().replace("http://", "ws://") + "/echo"
+    with _session(cassette_dir, "record") as recording:
+        with pytest.raises(OSError):
+            sync_client.connect(url, open_timeout=5)
+    assert recording.recorded == 0
+    assert not list(cassette_dir.glob("*.json"))
+
+
 def test_client_generated_event_ids_are_matched_leniently(
     ws_provider: WebSocketSimulator, cassette_dir: Path
 ) -> None:

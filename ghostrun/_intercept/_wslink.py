@@ -281,15 +281,16 @@ class Recorder:
         self.session, self.headers, self.query = session, headers, query
         self.conversation = Conversation(url)
         self.lock = threading.Lock()
-        self.done = False
-        with session._lock:
-            session._on_close.append(self.finish)
+        self.done = True  # until the handshake succeeded: a failed connect writes nothing
 
     def connected(
         self, subprotocol: str | None, response_headers: Iterable[tuple[str, str]]
     ) -> None:
         self.conversation.subprotocol = subprotocol
         self.conversation.response_headers = {str(k).lower(): str(v) for k, v in response_headers}
+        self.done = False
+        with self.session._lock:
+            self.session._on_close.append(self.finish)
 
     def sent(self, data: str | bytes) -> None:
         with self.lock:
