@@ -100,7 +100,7 @@ def _frame_line(event: Any) -> str:
     kind, value = next(iter(body.items())) if isinstance(body, dict) and body else ("?", body)
     if kind == "base64":
         return f"  {arrow} {side}  {len(str(value)) * 3 // 4} bytes of binary data"
-    text = orjson.dumps(value).decode() if kind == "json" else str(value)
+    text = orjson.dumps(value).decode() if kind in ("json", "binary_json") else str(value)
     return f"  {arrow} {side}  {text if len(text) <= 160 else text[:157] + '...'}"
 
 

@@ -418,6 +418,46 @@ def test_agent_run_with_a_tool_over_the_websocket_transport_replays_identically(
     assert sent == ["response.create", "response.create"]
 
 
+# -- Gemini Live (google-genai, through the websockets asyncio client) ----------------------------
+
+
+def test_gemini_live_replays_identically(cassette_dir: Path) -> None:
+    from google import genai
+
+    ws_provider = WebSocketSimulator(tls=True).start()  # the SDK always dials wss://
+
+    async def talk() -> str:
+        base = ws_provider.url("").replace("wss://", "https://")
+        key = "AIzaLiveKEY0123456789abcdefghijklmnopq"
+        client = genai.Client(api_key=key, http_options={"base_url": base})
+        client._api_client._websocket_ssl_ctx = {"ssl": ws_provider.client_ssl}  # trust it
+        config = {"response_modalities": ["TEXT"]}
+        async with client.aio.live.connect(model="gemini-live-2.5-flash", config=config) as live:
+            await live.send_client_content(
+                turns={"role": "user", "parts": [{"text": "Hello Gemini"}]}, turn_complete=True
+            )
+            return "".join([m.text async for m in live.receive() if m.text])
+
+    async def both() -> None:
+        async with _session(cassette_dir, "auto"):
+            live = await talk()
+        assert live == "Echo: Hello Gemini"
+        ws_provider.stop()
+        async with _session(cassette_dir, "replay") as replay:
+            assert await talk() == live
+        assert replay.replayed == 1
+
+    try:
+        asyncio.run(both())
+    finally:
+        ws_provider.stop()
+    assert ws_provider.connections == 1
+    (document,) = _cassettes(cassette_dir)
+    frames = document["conversations"][0]["frames"]
+    assert {"server": {"binary_json": {"setupComplete": {}}}} in frames
+    assert b"AIzaLiveKEY" not in (cassette_dir / f"{document['key']}.json").read_bytes()
+
+
 # -- secrets --------------------------------------------------------------------------------
 
 

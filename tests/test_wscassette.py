@@ -32,6 +32,7 @@ from ghostrun._intercept._wslink import read_conversations
         ("{not json", {"text": "{not json"}),
         ("plain", {"text": "plain"}),
         (b"\x00\xff", {"base64": "AP8="}),
+        (b'{"setupComplete": {}}', {"binary_json": {"setupComplete": {}}}),
     ],
 )
 def test_frames_are_stored_readably(data: str | bytes, stored: dict[str, Any]) -> None:

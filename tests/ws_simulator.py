@@ -18,6 +18,8 @@ Routes (by path):
   ``response.create`` frame answered by the Responses streaming events up to
   ``response.completed``; a function call when tools are offered and the user
   text mentions an order, then a text answer once the tool's output comes back.
+- ``...BidiGenerateContent``: Gemini Live (JSON in binary frames): ``setupComplete``
+  for the ``setup`` frame, then the reply in ``serverContent`` pieces and ``turnComplete``.
 - ``/echo``: echoes text frames as ``{"echo": ...}`` JSON, binary frames
   reversed; the text ``"close"`` makes the server close with 1000 ``"bye"``.
 
@@ -29,7 +31,11 @@ ephemeral client secret (``ek_…``), to test masking.
 from __future__ import annotations
 
 import base64
+import datetime
+import ipaddress
 import json
+import ssl
+import tempfile
 import threading
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -49,6 +55,7 @@ class WebSocketSimulator:
     """A started WebSocket provider on 127.0.0.1 (use as a context manager)."""
 
     echo_auth: bool = False
+    tls: bool = False  # wss with a self-signed certificate for 127.0.0.1 (`client_ssl` trusts it)
     connections: int = 0
     received: list[Any] = field(default_factory=list)
     handshakes: list[JSON] = field(default_factory=list)
@@ -61,10 +68,15 @@ class WebSocketSimulator:
         self._thread: threading.Thread | None = None
 
     def start(self) -> WebSocketSimulator:
+        self.client_ssl: ssl.SSLContext | None = None
+        server_ssl = None
+        if self.tls:
+            server_ssl, self.client_ssl = _self_signed()
         self._server = serve(
             self._handle,
             "127.0.0.1",
             0,
+            ssl=server_ssl,
             select_subprotocol=lambda _conn, offered: offered[0] if offered else None,
         )
         self._port = int(self._server.socket.getsockname()[1])  # kept once stopped, for replay
@@ -96,7 +108,7 @@ class WebSocketSimulator:
         return self._port
 
     def url(self, path: str = "") -> str:
-        return f"ws://127.0.0.1:{self.port}{path}"
+        return f"{'wss' if self.tls else 'ws'}://127.0.0.1:{self.port}{path}"
 
     def _next(self, prefix: str) -> str:
         with self._lock:
@@ -118,6 +130,8 @@ class WebSocketSimulator:
                 _Realtime(self, ws, headers).run()
             elif route.endswith("/responses"):
                 self._responses(ws)
+            elif route.endswith("BidiGenerateContent"):
+                self._gemini_live(ws)
             else:
                 self._echo(ws)
         except ConnectionClosed:
@@ -138,6 +152,24 @@ class WebSocketSimulator:
                 ws.send(message[::-1])
             else:
                 ws.send(json.dumps({"echo": message}))
+
+    # -- Gemini Live ---------------------------------------------------------------------
+
+    def _gemini_live(self, ws: ServerConnection) -> None:
+        """Gemini's Live API: JSON in binary frames, a setup handshake, then turns."""
+        for message in self._frames(ws):
+            event = json.loads(message)
+            if "setup" in event:
+                ws.send(json.dumps({"setupComplete": {}}).encode())
+                continue
+            content = event.get("clientContent") or event.get("client_content") or {}
+            turns = content.get("turns") or []
+            parts = turns[-1].get("parts") if turns else []
+            text = " ".join(str(p.get("text", "")) for p in parts or [])
+            for piece in _pieces(f"Echo: {text}"):
+                content = {"modelTurn": {"role": "model", "parts": [{"text": piece}]}}
+                ws.send(json.dumps({"serverContent": content}).encode())
+            ws.send(json.dumps({"serverContent": {"turnComplete": True}}).encode())
 
     # -- Responses over WebSocket -------------------------------------------------------
 
@@ -288,6 +320,48 @@ class _Realtime:
                 "response": {"id": response_id, "status": "completed", "output": output},
             }
         )
+
+
+def _self_signed() -> tuple[ssl.SSLContext, ssl.SSLContext]:
+    """A server context with a fresh certificate for 127.0.0.1, and a client context trusting it."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .sign(key, hashes.SHA256())
+    )
+    pem = cert.public_bytes(serialization.Encoding.PEM)
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    with tempfile.TemporaryDirectory() as folder:
+        cert_path, key_path = f"{folder}/cert.pem", f"{folder}/key.pem"
+        with open(cert_path, "wb") as out:
+            out.write(pem)
+        with open(key_path, "wb") as out:
+            out.write(key_pem)
+        server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        server.load_cert_chain(cert_path, key_path)
+    client = ssl.create_default_context(cadata=pem.decode("ascii"))
+    return server, client
 
 
 def _text(content: Any) -> str:

@@ -16,8 +16,9 @@ One conversation with a provider host over a WebSocket is one cassette
     }
 
 A FRAME names its encoding by its only key: ``json`` (a text frame holding a
-JSON object or array, stored as the value), ``text`` (any other text frame)
-or ``base64`` (a binary frame, such as audio). Frames are kept in the order
+JSON object or array, stored as the value), ``text`` (any other text frame),
+``binary_json`` (a binary frame holding JSON, as Gemini Live sends) or
+``base64`` (any other binary frame, such as audio). Frames are kept in the order
 the client saw them: a server frame follows every client frame that was sent
 before the client received it, so replay may hand it out as soon as those
 client frames have been sent.
@@ -103,7 +104,7 @@ class Close:
     reason: str
 
 
-Frame = dict[str, Any]  # {"json": ...} | {"text": ...} | {"base64": ...}
+Frame = dict[str, Any]  # {"json": ...} | {"text": ...} | {"binary_json": ...} | {"base64": ...}
 
 
 @dataclass
@@ -182,24 +183,37 @@ def _check_event(event: Any, index: int) -> None:
 
 
 def encode_frame(data: str | bytes) -> Frame:
-    """JSON objects and arrays as their value, other text as text, binary frames as base64."""
+    """JSON objects and arrays as their value (``binary_json`` when a binary frame holds
+    one, as Gemini Live sends them), other text as text, other binary frames as base64."""
     if isinstance(data, (bytes, bytearray, memoryview)):
-        return {"base64": base64.b64encode(bytes(data)).decode("ascii")}
-    if data[:1] in ("{", "["):
-        try:
-            return {"json": orjson.loads(data)}
-        except orjson.JSONDecodeError:
-            pass
-    return {"text": data}
+        data = bytes(data)
+        value = _json_value(data)
+        if value is not None:
+            return {"binary_json": value}
+        return {"base64": base64.b64encode(data).decode("ascii")}
+    value = _json_value(data)
+    return {"text": data} if value is None else {"json": value}
+
+
+def _json_value(data: str | bytes) -> Any:
+    """The JSON object or array ``data`` holds, or None."""
+    if data[:1] not in ("{", "[", b"{", b"["):
+        return None
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
 
 
 def decode_frame(frame: Any) -> str | bytes:
-    """Inverse of `encode_frame`: a JSON frame replays as compact JSON text."""
+    """Inverse of `encode_frame`: a JSON frame replays as compact JSON (text, or bytes)."""
     if not isinstance(frame, dict) or len(frame) != 1:
         raise ValueError("a frame has exactly one encoding key: json, text or base64")
     ((kind, value),) = frame.items()
     if kind == "json":
         return orjson.dumps(value).decode("utf-8")
+    if kind == "binary_json":
+        return orjson.dumps(value)
     if kind == "text" and isinstance(value, str):
         return value
     if kind == "base64" and isinstance(value, str):
@@ -209,9 +223,12 @@ def decode_frame(frame: Any) -> str | bytes:
 
 def canonical_frame(frame: Frame, ignore: Sequence[tuple[str, ...]] = ()) -> bytes:
     """A client frame as matching sees it (see the module docstring)."""
-    if "json" in frame:
-        value = _lenient_ids(frame["json"], "")
-        return canonical_body(orjson.dumps(value), "application/json", ignore)
+    if "json" in frame or "binary_json" in frame:
+        kind = "json" if "json" in frame else "binary_json"
+        value = _lenient_ids(frame[kind], "")
+        return (
+            kind.encode() + b":" + canonical_body(orjson.dumps(value), "application/json", ignore)
+        )
     if "text" in frame:
         return b"text:" + str(frame["text"]).encode("utf-8")
     return b"base64:" + str(frame.get("base64", "")).encode("ascii")
@@ -240,15 +257,22 @@ def conversation_key(url: str, first: Frame | None, ignore: Sequence[tuple[str, 
 def frame_diff(recorded: Frame | None, sent: Frame, name: str) -> list[str]:
     """A unified diff of a recorded client frame and the one just sent, as the HTTP miss shows."""
     missing = ["(no more client frames were recorded)"]
-    theirs = missing if recorded is None else render_body(recorded)
+    theirs = missing if recorded is None else _lines(recorded)
     diff = list(
         difflib.unified_diff(
-            theirs, render_body(sent), f"recorded ({name})", "this frame", lineterm="", n=1
+            theirs, _lines(sent), f"recorded ({name})", "this frame", lineterm="", n=1
         )
     )
     if len(diff) > _MAX_DIFF_LINES:
         diff = [*diff[:_MAX_DIFF_LINES], f"... ({len(diff) - _MAX_DIFF_LINES} more diff lines)"]
     return ["    " + line for line in diff] or ["    (the frames differ only in ignored ids)"]
+
+
+def _lines(frame: Frame) -> list[str]:
+    """A frame as the HTTP miss shows a body: ``path: value`` lines for JSON."""
+    if "binary_json" in frame:
+        return ["(binary)", *render_body({"json": frame["binary_json"]})]
+    return render_body(frame)
 
 
 # -- the replay script ----------------------------------------------------------
@@ -366,8 +390,9 @@ def _frame_secrets(events: Iterable[dict[str, Any]]) -> frozenset[str]:
     for event in events:
         for side in ("client", "server"):
             frame = event.get(side)
-            if isinstance(frame, dict) and "json" in frame:
-                _credential_values(frame["json"], found, inside=False)
+            for kind in ("json", "binary_json"):
+                if isinstance(frame, dict) and kind in frame:
+                    _credential_values(frame[kind], found, inside=False)
     return frozenset(v for v in found if len(v) >= 6 and v != MASK)
 
 
