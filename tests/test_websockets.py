@@ -185,6 +185,28 @@ def test_replay_without_any_recording_is_a_miss_before_connecting(
     assert ws_provider.connections == 0
 
 
+def test_the_same_conversation_twice_replays_in_order_and_auto_records_past_the_end(
+    ws_provider: WebSocketSimulator, cassette_dir: Path
+) -> None:
+    url = ws_provider.url("/v1/realtime")  # each session greets with its own id
+
+    def greeting() -> str:
+        with sync_client.connect(url) as ws:
+            ws.send(json.dumps({"type": "session.update", "session": {}}))
+            return str(json.loads(ws.recv())["session"]["id"])
+
+    with _session(cassette_dir, "auto"):
+        first, second = greeting(), greeting()
+    assert first != second and ws_provider.connections == 2
+    with _session(cassette_dir, "auto") as again:
+        replayed_two, third = [greeting(), greeting()], greeting()
+    assert replayed_two == [first, second] and third not in (first, second)
+    assert (again.replayed, again.recorded, ws_provider.connections) == (2, 1, 3)
+    ws_provider.stop()
+    with _session(cassette_dir, "replay"):
+        assert [greeting() for _ in range(4)] == [first, second, third, third]  # then the last
+
+
 def test_a_connection_that_fails_writes_no_cassette(cassette_dir: Path) -> None:
     from simulator import closed_port_url
 

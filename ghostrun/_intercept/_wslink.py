@@ -10,7 +10,9 @@ is, else records; ``record`` always records.
 A `Player` only knows which recording it plays once the client's first frame
 is sent (the key, `_wscassette`): until then, what the server said first (a
 greeting such as ``session.created``) comes from the first recorded
-conversation with the URL, by key. A client frame that differs from the
+conversation with the URL, by key. Several connections with one key replay
+its conversations in order; past the last, ``replay`` repeats the last and
+``auto`` records another, as for HTTP. A client frame that differs from the
 recording is a `CacheMiss` with a diff, in any mode: a conversation half
 replayed cannot be continued against a live server, so the fix is to
 re-record it (``GHOSTRUN_MODE=record``).
@@ -208,6 +210,8 @@ class Player:
         for found, conversations in self.recorded:
             if found == key:
                 index = _next_index(self.session, key)
+                if index >= len(conversations) and self.session.mode is Mode.AUTO:
+                    raise NeedsLive(key)  # past the last recorded one: auto records another
                 conversation = conversations[min(index, len(conversations) - 1)]
                 script = Script(conversation, self.ignore)
                 script.skip_server(self.greeted)
