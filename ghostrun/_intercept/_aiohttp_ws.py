@@ -314,7 +314,7 @@ class AiohttpReplay(_Receiving):
             await self._send(bytes(message))
 
     async def receive(self, timeout: float | None = None) -> Any:
-        while True:
+        while self._live is None:  # another task's send may hand over to a live one
             if self._closed:
                 return _message("CLOSED")
             if timeout and self._link.ended():
@@ -334,6 +334,7 @@ class AiohttpReplay(_Receiving):
             except TimeoutError:
                 self._close_code = 1006  # as aiohttp marks a receive that timed out
                 raise
+        return await self._live.receive(timeout)
 
     async def close(self, *, code: int = 1000, message: bytes = b"") -> bool:
         if self._closed:

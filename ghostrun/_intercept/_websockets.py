@@ -367,7 +367,7 @@ class SyncReplay(_Replay):
     def recv(self, timeout: float | None = None, decode: bool | None = None) -> str | bytes:
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._wake:
-            while True:
+            while self._live is None:  # another thread's send may hand over to a live one
                 if timeout is not None and self._link.ended() and not self._closed:
                     raise TimeoutError("timed out while waiting for a message")
                 message = self._take()
@@ -377,6 +377,9 @@ class SyncReplay(_Replay):
                 if left is not None and left <= 0:
                     raise TimeoutError("timed out while waiting for a message")
                 self._wake.wait(left)
+        left = None if deadline is None else max(deadline - time.monotonic(), 0)
+        received: str | bytes = self._live.recv(left, decode)
+        return received
 
     def recv_streaming(self, decode: bool | None = None) -> Iterator[str | bytes]:
         yield self.recv(decode=decode)
@@ -448,13 +451,15 @@ class AsyncReplay(_Replay):
         return taped
 
     async def recv(self, decode: bool | None = None) -> str | bytes:
-        while True:
+        while self._live is None:  # another task's send may hand over to a live one
             message = self._take()
             if message is not None:
                 return _delivered(message, decode)
             wake = self._event()
             wake.clear()
             await wake.wait()
+        received: str | bytes = await self._live.recv(decode)
+        return received
 
     async def recv_streaming(self, decode: bool | None = None) -> AsyncIterator[str | bytes]:
         yield await self.recv(decode=decode)
