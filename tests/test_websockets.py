@@ -207,6 +207,29 @@ def test_the_same_conversation_twice_replays_in_order_and_auto_records_past_the_
         assert [greeting() for _ in range(4)] == [first, second, third, third]  # then the last
 
 
+def test_auto_goes_live_after_a_replayed_greeting_when_the_first_frame_is_new(
+    ws_provider: WebSocketSimulator, cassette_dir: Path
+) -> None:
+    url = ws_provider.url("/v1/realtime")
+
+    def talk(instructions: str) -> tuple[str, str]:
+        with sync_client.connect(url) as ws:
+            greeting = json.loads(ws.recv())["type"]  # the server speaks first
+            update = {"type": "session.update", "session": {"instructions": instructions}}
+            ws.send(json.dumps(update))
+            return greeting, json.loads(ws.recv())["session"]["instructions"]
+
+    with _session(cassette_dir, "auto"):
+        assert talk("be brief") == ("session.created", "be brief")
+    with _session(cassette_dir, "auto") as again:
+        assert talk("be kind") == ("session.created", "be kind")  # live: not the recording's
+    assert (again.replayed, again.recorded, ws_provider.connections) == (0, 1, 2)
+    ws_provider.stop()
+    with _session(cassette_dir, "replay"):
+        assert talk("be kind") == ("session.created", "be kind")
+        assert talk("be brief") == ("session.created", "be brief")
+
+
 def test_a_connection_that_fails_writes_no_cassette(cassette_dir: Path) -> None:
     from simulator import closed_port_url
 
