@@ -287,7 +287,7 @@ class _Replay:
         self.local_address = ("127.0.0.1", 0)
         self.remote_address = ("127.0.0.1", 0)
         self.request = None
-        headers = Headers(list(link.handshake.response_headers.items()))
+        headers = Headers(list(link.response_headers.items()))
         self.response = Response(101, "Switching Protocols", headers)
         self.subprotocol = link.subprotocol
 

@@ -76,30 +76,22 @@ def open_link(
     pairs = [(str(k).lower(), str(v)) for k, v in headers]
     params = parse_qsl(query, keep_blank_values=True) if query else []
     if session.mode is not Mode.RECORD:
-        recorded = _recorded(session.cassette_dir, url)
-        if recorded:
-            return Player(session, url, recorded, (pairs, params))
+        player = Player(session, url, _recorded(session.cassette_dir, url), (pairs, params))
+        if player.handshake is not None:
+            return player
         if session.mode is Mode.REPLAY:
             raise _register(session, _no_recording(session, url))
     return Recorder(session, url, pairs, params)
 
 
-def _recorded(directory: Path, url: str) -> list[tuple[str, list[Conversation]]]:
-    """Every recorded conversation with this URL, by key."""
+def _recorded(directory: Path, url: str) -> list[str]:
+    """The keys of every cassette with this URL's prefix, sorted: found by name, read on demand."""
     prefix = url_prefix(url)
     try:
-        names = sorted(n for n in os.listdir(directory) if n.startswith(prefix))
+        names = os.listdir(directory)
     except OSError:
         return []
-    found = []
-    for name in names:
-        if not name.endswith(".json"):
-            continue
-        path = directory / name
-        conversations = read_conversations(path)
-        if conversations and conversations[0].url == url:
-            found.append((name[: -len(".json")], conversations))
-    return found
+    return sorted(n[: -len(".json")] for n in names if n.startswith(prefix) and n.endswith(".json"))
 
 
 def read_conversations(path: Path) -> list[Conversation]:
@@ -145,26 +137,40 @@ class Player:
         self,
         session: Session,
         url: str,
-        recorded: list[tuple[str, list[Conversation]]],
+        keys: list[str],
         handshake: tuple[list[tuple[str, str]], list[tuple[str, str]]],
     ) -> None:
-        self.session, self.url, self.recorded = session, url, recorded
+        self.session, self.url, self.keys = session, url, keys
         self.pairs, self.params = handshake
         self.secrets = secrets_of(*handshake)
         self.ignore = session._ignore
-        first = recorded[0][1][0]
-        self.handshake = first
+        self.loaded: dict[str, list[Conversation]] = {}
+        # The first recorded conversation answers the handshake and any greeting.
+        first = next((c[0] for c in map(self._load, keys) if c), None)
+        self.handshake: Conversation | None = first
         self.script: Script | None = None
         self.key = ""
-        self.greeting = Script(first, self.ignore)  # until the first client frame is sent
+        self.greeting = Script(first or Conversation(url), self.ignore)
         self.greeted = 0
         self.lock = threading.Lock()
-        with session._lock:
-            session.replayed += 1
+        if first is not None:
+            with session._lock:
+                session.replayed += 1
+
+    def _load(self, key: str) -> list[Conversation]:
+        """The conversations of one cassette with this URL ([] for another URL's)."""
+        if key not in self.loaded:
+            found = read_conversations(self.session.cassette_dir / f"{key}.json")
+            self.loaded[key] = found if found and found[0].url == self.url else []
+        return self.loaded[key]
 
     @property
     def subprotocol(self) -> str | None:
-        return self.handshake.subprotocol
+        return None if self.handshake is None else self.handshake.subprotocol
+
+    @property
+    def response_headers(self) -> dict[str, str]:
+        return {} if self.handshake is None else self.handshake.response_headers
 
     def receive(self) -> str | bytes | Close | None:
         """The next server frame or close, or None: wait for the client's next frame.
@@ -207,16 +213,15 @@ class Player:
 
     def _choose(self, frame: Frame) -> Script:
         key = conversation_key(self.url, frame, self.ignore)
-        for found, conversations in self.recorded:
-            if found == key:
-                index = _next_index(self.session, key)
-                if index >= len(conversations) and self.session.mode is Mode.AUTO:
-                    raise NeedsLive(key)  # past the last recorded one: auto records another
-                conversation = conversations[min(index, len(conversations) - 1)]
-                script = Script(conversation, self.ignore)
-                script.skip_server(self.greeted)
-                self.key = key
-                return script
+        conversations = self._load(key) if key in self.keys else []
+        if conversations:
+            index = _next_index(self.session, key)
+            if index >= len(conversations) and self.session.mode is Mode.AUTO:
+                raise NeedsLive(key)  # past the last recorded one: auto records another
+            script = Script(conversations[min(index, len(conversations) - 1)], self.ignore)
+            script.skip_server(self.greeted)
+            self.key = key
+            return script
         if self.session.mode is Mode.AUTO:
             raise NeedsLive(key)
         _next_index(self.session, key)
@@ -229,7 +234,8 @@ class Player:
         from .._miss import render_body
 
         mine = render_body(frame)
-        firsts = [(k, c[0].first_client_frame() or {"text": ""}) for k, c in self.recorded]
+        recorded = [(k, self._load(k)) for k in self.keys]
+        firsts = [(k, c[0].first_client_frame() or {"text": ""}) for k, c in recorded if c]
         closest_key, closest = max(
             firsts, key=lambda f: difflib.SequenceMatcher(None, render_body(f[1]), mine).ratio()
         )
