@@ -102,17 +102,21 @@ def test_the_script_hands_out_server_frames_after_the_client_frames_before_them(
 @pytest.mark.parametrize(
     ("document", "field"),
     [
-        ({"kind": "websocket", "version": 1}, '"conversations" missing'),
-        ({"kind": "websocket", "version": 1, "conversations": [{}]}, "conversations[0]"),
+        ({"kind": "websocket", "version": 1, "key": "c"}, '"conversations" missing'),
+        (
+            {"kind": "websocket", "version": 1, "key": "c", "conversations": [{}]},
+            "conversations[0]",
+        ),
         (
             {
                 "kind": "websocket",
                 "version": 1,
+                "key": "c",
                 "conversations": [{"handshake": {"url": "ws://h/"}, "frames": [{"server": {}}]}],
             },
             "conversations[0]: frames[0].server",
         ),
-        ({"kind": "websocket", "version": 9, "conversations": []}, "format version 9"),
+        ({"kind": "websocket", "version": 9, "key": "c", "conversations": []}, "format version 9"),
     ],
 )
 def test_a_malformed_websocket_cassette_names_the_file_and_the_field(

@@ -31,9 +31,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from urllib.parse import parse_qsl
 
+from .. import _validate
 from .._exceptions import CacheMiss, CassetteError
-from .._files import dump_json, read_json, write_atomic
+from .._files import dump_json, ensure_dir, write_atomic
 from .._keys import canonical_url
+from .._lock import cassette_lock
 from .._modes import Mode
 from .._session import Session
 from ._engine import route
@@ -95,12 +97,13 @@ def _recorded(directory: Path, url: str) -> list[str]:
 
 
 def read_conversations(path: Path) -> list[Conversation]:
-    data = read_json(path)
+    """The conversations of a cassette ([] if there is none); CassetteError naming the field."""
+    data = _validate.load(path, "cassette")
     if data is None:
         return []
     try:
         return parse_document(data, str(path))
-    except ValueError as exc:
+    except ValueError as exc:  # an HTTP cassette where a WebSocket one was expected
         raise CassetteError(f"corrupt WebSocket cassette {path}: {exc}") from exc
 
 
@@ -124,8 +127,9 @@ def _no_recording(session: Session, url: str) -> CacheMiss:
 
 def _next_index(session: Session, key: str) -> int:
     """The how-many-th conversation with this key in this session (from 0)."""
-    with session._lock:
-        index = session._seen[key] = session._seen.get(key, -1) + 1
+    with session._lock:  # the session's per-key cursor: WebSocket and HTTP keys never meet
+        index = session._cursor.get(key, 0)
+        session._cursor[key] = index + 1
         session.used_keys.add(key)
         return index
 
@@ -329,7 +333,9 @@ class Recorder:
         path = session.cassette_dir / f"{key}.json"
         with session._lock:
             fresh = session.mode is Mode.RECORD and key not in session._recorded_here
-            kept = [] if fresh else read_conversations(path)
-            write_atomic(path, dump_json(document(key, [*kept, conversation])))
+            ensure_dir(session.cassette_dir)
+            with cassette_lock(str(path)):  # read again under the lock: keep another's append
+                kept = [] if fresh else read_conversations(path)
+                write_atomic(path, dump_json(document(key, [*kept, conversation])))
             session._recorded_here[key] = session._recorded_here.get(key, 0) + 1
             session.recorded += 1
