@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -415,6 +416,26 @@ def test_a_changed_realtime_event_is_a_miss_with_its_diff(
             _realtime_sync(ws_provider, ["text"], "Hello world")
     assert '-item.content[0].text: "Hello there"' in str(missed.value)
     assert '+item.content[0].text: "Hello world"' in str(missed.value)
+
+
+def test_the_readme_shows_the_websocket_miss_as_printed(
+    ws_provider: WebSocketSimulator, cassette_dir: Path
+) -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    shown = readme.split("```text\nghostrun: a WebSocket frame to ")[1].split("```")[0]
+    with _session(cassette_dir, "auto"):
+        _realtime_sync(ws_provider, ["text"], "Hello there")
+    ws_provider.stop()
+    with pytest.raises(ghostrun.CacheMiss) as missed:
+        with _session(cassette_dir, "replay"):
+            _realtime_sync(ws_provider, ["text"], "Hello world")
+    printed = str(missed.value).split("ghostrun: a WebSocket frame to ")[1]
+    url = ws_provider.url("/v1/realtime?model=gpt-realtime")
+    printed = printed.replace(url, "wss://api.openai.com/v1/realtime?model=gpt-realtime")
+    printed = printed.replace(str(cassette_dir), "/home/me/app/tests/cassettes")
+    printed = re.sub(r" \(session [^)]*\)", "", printed)  # the test's id
+    printed = re.sub(r"[0-9a-f]{32}", "d2992f526ee6e6581c2070d6b4dce770", printed)  # the port's
+    assert printed == shown.rstrip("\n")
 
 
 # -- openai-agents over the Responses WebSocket transport ------------------------------------
