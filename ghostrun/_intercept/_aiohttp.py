@@ -175,7 +175,9 @@ class Middleware:
         session = route(url.host or "", url.explicit_port, url)
         if session is None:
             return await handler(req)
-        if "upgrade" in req.headers:  # a websocket (a realtime API): not an exchange to record
+        # an upgrade not made by the WebSocket road (``_aiohttp_ws`` records its own, inside
+        # bypass_interception, so it never gets here): not an exchange to record
+        if "upgrade" in req.headers:
             if session.mode is Mode.REPLAY:
                 raise session.forbid(f"a WebSocket connection to {url}")
             return await handler(req)
