@@ -1,20 +1,27 @@
 """The cassette: one readable JSON file per distinct request.
 
     {
-      "version": 1,
       "key": "<32 hex digits>",
-      "request": {"method": ..., "url": ..., "headers": {...}, "body": BODY},
-      "responses": [{"status": 200, "headers": {...}, "body": BODY,
-                     "stream_error": {"type": ..., "message": ...}?}, ...]
+      "request": {"body": BODY, "headers": {...}, "method": ..., "url": ...},
+      "responses": [{"body": BODY, "headers": {...}, "status": 200,
+                     "stream_error": {"message": ..., "type": ...}?}, ...],
+      "version": 2
     }
 
-A BODY names its encoding by its only key: ``json`` (a JSON value), ``text``,
-``base64`` (bytes that are not UTF-8), or, for streams, ``sse``, ``ndjson`` or
-``chunks`` (the list of chunks received, each a string) and ``chunks_base64``,
-or ``eventstream`` (AWS's binary frames, each chunk the list of its frames:
-see ``_eventstream``).
-Bodies are stored decoded (never gzipped); replay reproduces streams chunk
-for chunk and binary bodies byte for byte.
+BODY is described in `_bodies`: JSON as a value, text as text, base64 only for
+bytes that are not UTF-8, streams as their chunks (AWS event-stream frames
+readably, see `_eventstream`), each stored so that replay
+gives back the bytes received (DESIGN §3, exact). Bodies are stored decoded
+(never gzipped).
+
+Key order: the file's own keys and the request are sorted, so diffs stay small;
+a response's headers and body keep the provider's order, which replay
+reproduces (a header sent twice keeps its values in order, under one name).
+
+Version 2 added the body modifiers (``format``, ``carry``) and the provider's
+order in responses. A version 1 file (all keys sorted, JSON bodies replayed
+compact) is a valid version 2 file and is read as one; version 2 was made a
+new number so that an older ghostrun says "upgrade" instead of "corrupt".
 
 Runs. A response may carry ``"session": "<session name>"`` (the test id
 under pytest and unittest): the responses of one name form that session's
@@ -32,14 +39,12 @@ Every file is validated on read (`ghostrun._validate`): a bad one raises
 
 from __future__ import annotations
 
-import base64
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from . import _eventstream, _validate
+from . import _validate
+from ._bodies import decode_body, encode_body, encode_chunks, encode_response_body, json_body_bytes
 from ._exceptions import CassetteError
 from ._files import dump_json, write_atomic
 
@@ -55,8 +60,7 @@ __all__ = [
 
 FORMAT_VERSION = _validate.FORMAT_VERSIONS["cassette"]
 RUN_FIELD = "session"
-_STREAM_KINDS = ("sse", "ndjson", "chunks")
-_BYTE_KINDS = ("json", "text", "base64")
+_JSON_KEYS = frozenset({"json", "format"})
 
 
 @dataclass(slots=True)
@@ -106,12 +110,12 @@ class Cassette:
 
     def save(self) -> None:
         document = {
-            "version": FORMAT_VERSION,
             "key": self.key,
-            "request": self.request,
-            "responses": self.raw_responses,
+            "request": _sorted(self.request),
+            "responses": [_ordered_response(raw) for raw in self.raw_responses],
+            "version": FORMAT_VERSION,
         }
-        write_atomic(self.path, dump_json(document))
+        write_atomic(self.path, dump_json(document, sort_keys=False))
 
     # -- runs ----------------------------------------------------------------------------
 
@@ -188,63 +192,24 @@ def encode_response(recording: Recording, content_type: str) -> dict[str, Any]:
     if recording.chunks is not None:
         entry["body"] = encode_chunks(recording.chunks, content_type)
     else:
-        entry["body"] = encode_body(recording.body, content_type)
+        entry["body"] = encode_response_body(recording.body, content_type)
     if recording.stream_error is not None:
         kind, message = recording.stream_error
         entry["stream_error"] = {"type": kind, "message": message}
     return entry
 
 
-def encode_body(data: bytes, content_type: str) -> dict[str, Any]:
-    """JSON as a value, text as text, anything else as base64."""
-    if data and "json" in content_type.lower():
-        try:
-            return {"json": orjson.loads(data)}
-        except orjson.JSONDecodeError:
-            pass
-    try:
-        return {"text": data.decode("utf-8")}
-    except UnicodeDecodeError:
-        return {"base64": base64.b64encode(data).decode("ascii")}
-
-
-def encode_chunks(chunks: list[bytes], content_type: str) -> dict[str, Any]:
-    ctype = content_type.lower()
-    if "amazon.eventstream" in ctype and (frames := _eventstream.encode_chunks(chunks)):
-        return {"eventstream": frames}
-    kind = "sse" if "event-stream" in ctype else "ndjson" if "ndjson" in ctype else "chunks"
-    try:
-        return {kind: [chunk.decode("utf-8") for chunk in chunks]}
-    except UnicodeDecodeError:
-        return {"chunks_base64": [base64.b64encode(chunk).decode("ascii") for chunk in chunks]}
-
-
-def decode_body(body: dict[str, Any]) -> bytes | list[bytes]:
-    """Inverse of `encode_body` / `encode_chunks`: bytes, or the list of chunks."""
-    if len(body) != 1:
-        raise ValueError(f"a body has exactly one encoding key, got {sorted(body)}")
-    ((kind, value),) = body.items()
-    if kind == "json":
-        return orjson.dumps(value)
-    if kind == "text":
-        return str(value).encode("utf-8")
-    if kind == "base64":
-        return base64.b64decode(value, validate=True)
-    if kind in _STREAM_KINDS:
-        return [str(chunk).encode("utf-8") for chunk in value]
-    if kind == "chunks_base64":
-        return [base64.b64decode(chunk, validate=True) for chunk in value]
-    if kind == "eventstream":
-        return _eventstream.decode_chunks(value)
-    raise ValueError(f"unknown body encoding {kind!r}")
-
-
 def _decode_response(raw: dict[str, Any], path: str | Path) -> Recording:
     try:
         status, headers = int(raw["status"]), _headers_from_json(raw.get("headers") or {})
         body = raw.get("body")
-        if body is not None and len(body) == 1 and "json" in body and "stream_error" not in raw:
-            return Recording(status, headers, orjson.dumps(body["json"]))  # nearly every one
+        if (
+            type(body) is dict
+            and "json" in body
+            and body.keys() <= _JSON_KEYS
+            and "stream_error" not in raw
+        ):
+            return Recording(status, headers, json_body_bytes(body))  # nearly every one
         decoded = decode_body(body or {"text": ""})
         error = raw.get("stream_error")
         return Recording(
@@ -256,6 +221,27 @@ def _decode_response(raw: dict[str, Any], path: str | Path) -> Recording:
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise CassetteError(f"corrupt cassette {path}: bad response entry ({exc})") from exc
+
+
+def _sorted(value: Any) -> Any:
+    """``value`` with the keys of every object in it sorted."""
+    if isinstance(value, dict):
+        return {key: _sorted(value[key]) for key in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted(item) for item in value]
+    return value
+
+
+def _ordered_response(raw: dict[str, Any]) -> dict[str, Any]:
+    """A response entry's own keys sorted; its headers and body values as the provider sent them."""
+    out = {key: raw[key] for key in sorted(raw)}
+    body = out.get("body")
+    if isinstance(body, dict):
+        out["body"] = {key: body[key] for key in sorted(body)}
+    error = out.get("stream_error")
+    if isinstance(error, dict):
+        out["stream_error"] = _sorted(error)
+    return out
 
 
 def _headers_to_json(headers: list[tuple[str, str]]) -> dict[str, str | list[str]]:

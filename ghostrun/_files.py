@@ -56,12 +56,16 @@ GITIGNORE = (
 )
 _READ_SIZE = 1 << 16
 _serial = itertools.count()
-_PRETTY = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
+_PRETTY = orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
 
 
-def dump_json(value: Any) -> bytes:
-    """Pretty JSON with sorted keys, so diffs in review are small and stable."""
-    return orjson.dumps(value, option=_PRETTY)
+def dump_json(value: Any, *, sort_keys: bool = True) -> bytes:
+    """Pretty JSON, so diffs in review are small and stable.
+
+    Keys sorted, unless the caller put them in the order it wants: a cassette
+    keeps a response body's keys in the provider's order (`_cassette`).
+    """
+    return orjson.dumps(value, option=(_PRETTY | orjson.OPT_SORT_KEYS) if sort_keys else _PRETTY)
 
 
 # -- writing ---------------------------------------------------------------------------------

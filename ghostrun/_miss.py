@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from ._cassette import encode_body
+from ._bodies import encode_body
 from ._keys import remove_field
 from ._redact import collect_secrets, redact_entry
 

@@ -32,6 +32,7 @@ from typing import Any, Literal
 
 import orjson
 
+from ._bodies import JSON_FORMATS, STREAM_KINDS
 from ._eventstream import decode_chunks
 from ._exceptions import CassetteError
 from ._files import read_bytes
@@ -49,10 +50,10 @@ __all__ = [
 ]
 
 Kind = Literal["cassette", "verdict", "run log"]
-FORMAT_VERSIONS: dict[Kind, int] = {"cassette": 1, "verdict": 1, "run log": 1}
+FORMAT_VERSIONS: dict[Kind, int] = {"cassette": 2, "verdict": 1, "run log": 1}
 """The version each kind of file is written with."""
 READABLE_VERSIONS: dict[Kind, tuple[int, ...]] = {
-    "cassette": (1,),
+    "cassette": (1, 2),  # version 1 is version 2 without body modifiers (`_cassette`)
     "verdict": (1,),
     "run log": (1,),
 }
@@ -180,6 +181,9 @@ def _plain_body(holder: dict[str, Any], name: str) -> bool:
     if name not in holder:
         return True
     body = holder[name]
+    if type(body) is dict and len(body) == 2 and "json" in body:  # a JSON body's format
+        spelling = body.get("format")
+        return type(spelling) is str and spelling in JSON_FORMATS
     if type(body) is not dict or len(body) != 1:
         return False
     ((kind, value),) = body.items()
@@ -337,8 +341,25 @@ BODY_KINDS: dict[str, _Check] = {
 }
 """Each body encoding (the body's one key) and the check of its value."""
 
-BODY_MODIFIERS: dict[str, _Check] = {}
-"""Keys a body may carry beside its encoding key, and the check of each value."""
+
+def _json_format(value: Any, where: str) -> None:
+    _str(value, where)
+    if value not in JSON_FORMATS:
+        raise Invalid(where, f"unknown JSON format (known: {', '.join(JSON_FORMATS)})")
+
+
+def _carry(value: Any, where: str) -> None:
+    _list(value, where)
+    for index, item in enumerate(value):
+        pair = type(item) is list and len(item) == 2 and all(type(n) is int for n in item)
+        if not pair or item[0] < 0 or not 1 <= item[1] <= 3:
+            raise Invalid(_child(where, index), "expected [chunk index, 1 to 3 bytes]")
+
+
+BODY_MODIFIERS: dict[str, _Check] = {"format": _json_format, "carry": _carry}
+"""Keys a body may carry beside its encoding key, and the check of each value (`_bodies`)."""
+_MODIFIED: dict[str, tuple[str, ...]] = {"format": ("json",), "carry": STREAM_KINDS}
+"""The encodings each modifier goes with."""
 
 
 def _body(value: Any, where: str) -> None:
@@ -347,6 +368,8 @@ def _body(value: Any, where: str) -> None:
     if len(kinds) != 1:
         raise Invalid(where, f"expected exactly one encoding key, got {sorted(kinds) or 'none'}")
     for name, content in body.items():
+        if name in _MODIFIED and kinds[0] not in _MODIFIED[name]:
+            raise Invalid(_child(where, name), f"not a modifier of a {kinds[0]!r} body")
         test = BODY_KINDS.get(name) or BODY_MODIFIERS.get(name)
         if test is None:
             known = ", ".join(BODY_KINDS)

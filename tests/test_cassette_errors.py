@@ -10,7 +10,7 @@ import pytest
 from simulator import ProviderSimulator
 
 import ghostrun
-from ghostrun._cassette import decode_body, encode_body, encode_chunks
+from ghostrun._bodies import decode_body, encode_body, encode_chunks
 
 LOOPBACK = ("127.0.0.1",)
 BODY = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
@@ -92,12 +92,13 @@ def test_body_encodings_round_trip(data: bytes, content_type: str, kind: str) ->
     [
         ([b"data: 1\n\n", b"data: 2\n\n"], "text/event-stream; charset=utf-8", "sse"),
         ([b'{"a":1}\n', b'{"b":2}\n'], "application/x-ndjson", "ndjson"),
-        ([b"\xe2\x82", b"\xac"], "text/event-stream", "chunks_base64"),  # a split euro sign
+        ([b"\xe2\x82", b"\xac"], "text/event-stream", "sse"),  # a split euro sign: see _bodies
+        ([b"\xff\xfe", b"\x00"], "text/event-stream", "chunks_base64"),  # not UTF-8
     ],
 )
 def test_stream_encodings_round_trip(chunks: list[bytes], content_type: str, kind: str) -> None:
     encoded = encode_chunks(chunks, content_type)
-    assert list(encoded) == [kind]
+    assert kind in encoded
     assert decode_body(orjson.loads(orjson.dumps(encoded))) == chunks
 
 
