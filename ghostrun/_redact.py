@@ -68,30 +68,128 @@ _REQUEST_HEADERS = frozenset(
         "x-stainless-helper-method",
     }
 )
+# Response headers are kept by this safe-list (DESIGN §3, exact; §4): the standard,
+# non-identifying HTTP headers and the providers' own harmless ones, so replay hands
+# the code the headers it saw live. Anything else goes, and so does anything in the
+# list that `_identifying_response_header` says names an account or holds a credential.
 _RESPONSE_HEADERS = frozenset(
     {
+        # What the body is, and how to read it.
         "content-type",
+        "content-language",
+        "content-disposition",  # a download's file name (audio, files APIs)
+        "content-range",
+        "accept-ranges",
+        # Caching: when the response was made and how long it stays fresh.
+        "cache-control",
+        "date",
+        "etag",
+        "expires",
+        "age",
+        "last-modified",
+        "pragma",
+        "vary",
+        # Redirects replay as they happened live (credentials in them are masked).
+        "location",
+        "content-location",
+        # The connection as the provider described it: harmless without one.
+        "connection",
+        "keep-alive",
+        "alt-svc",  # protocols the host also speaks (h3)
+        # Security policy for browsers: the same for every client.
+        "strict-transport-security",
+        "content-security-policy",
+        "content-security-policy-report-only",
+        "x-content-type-options",
+        "x-frame-options",
+        "x-xss-protection",
+        "referrer-policy",
+        "permissions-policy",
+        "x-robots-tag",
+        # The provider's software and proxies: the same for everyone.
+        "server",
+        "via",
+        "cf-cache-status",
+        # Ids of this one request (support tickets quote them), not of the account.
         "x-request-id",
         "request-id",
-        "x-amzn-requestid",
         "x-amz-request-id",
+        "x-amz-id-2",
         "apim-request-id",
-        "x-ms-request-id",
-        "openai-processing-ms",
-        "openai-version",
-        "openai-model",
+        "cf-ray",
+        "x-cloud-trace-context",
+        "mistral-correlation-id",
+        "x-kong-request-id",
+        "x-debug-trace-id",
+        # How long the provider took.
+        "server-timing",
         "x-envoy-upstream-service-time",
+        "x-kong-upstream-latency",
+        "x-kong-proxy-latency",
+        # Retry hints the SDKs obey.
         "retry-after",
         "retry-after-ms",
         "x-should-retry",
-        "cache-control",
+        # Deprecation notices the SDKs surface.
+        "warning",
+        "deprecation",
+        "sunset",
+        "x-api-warning",
     }
 )
 _RESPONSE_HEADER_PREFIXES = (
+    # Rate limits: what the SDKs and apps throttle by (OpenAI, Groq, Anthropic, IETF).
     "x-ratelimit-",
-    "anthropic-ratelimit-",
     "ratelimit-",
-    "x-amzn-bedrock-",
+    "anthropic-ratelimit-",
+    # Cross-origin rules for browsers: the same for every client.
+    "access-control-",
+    "cross-origin-",
+    # Providers' own headers: API version, processing time, model, region, Bedrock's
+    # token counts and error type (botocore builds its exceptions from x-amzn-errortype).
+    # The account and credential ones among them go (`_identifying_response_header`).
+    "openai-",
+    "anthropic-",
+    "x-goog-",
+    "x-amzn-",
+    "x-ms-",
+    "x-groq-",
+)
+_CREDENTIAL_ENDINGS = (
+    "key",
+    "secret",
+    "token",
+    "password",
+    "credential",
+    "credentials",
+    "signature",
+    "authorization",
+)
+# Kept-looking names that identify the account, or hold what works like a credential.
+_IDENTIFYING_RESPONSE_HEADERS = frozenset(
+    {
+        "x-goog-upload-url",  # a resumable upload's URL: it authorises the upload
+        "x-goog-upload-control-url",
+    }
+)
+# Words of a header name (split on "-") that make it identify an account, a person
+# or a backend session: openai-organization, openai-project, anthropic-organization-id,
+# x-goog-authenticated-user, x-ms-client-principal-id ...
+_IDENTIFYING_WORDS = frozenset(
+    {
+        "organization",
+        "organisation",
+        "org",
+        "project",
+        "user",
+        "account",
+        "customer",
+        "tenant",
+        "principal",
+        "email",
+        "session",
+        "subscription",
+    }
 )
 # Request headers whose value is a credential: these by name, and any whose
 # name has one of the words below (``x-goog-api-key``, ``x-amz-security-token``).
@@ -174,8 +272,27 @@ def keep_request_header(name: str) -> bool:
 
 @functools.lru_cache(maxsize=1024)
 def keep_response_header(name: str) -> bool:
+    """True for a response header a cassette keeps (the safe-list above, minus identifiers)."""
     name = name.lower()
-    return name in _RESPONSE_HEADERS or name.startswith(_RESPONSE_HEADER_PREFIXES)
+    listed = name in _RESPONSE_HEADERS or name.startswith(_RESPONSE_HEADER_PREFIXES)
+    return listed and not _identifying_response_header(name)
+
+
+def _identifying_response_header(name: str) -> bool:
+    """A cookie, a credential, or an account's, a person's or a session's identifier.
+
+    Credentials by DESIGN §4's rule on the squashed name (not by a word anywhere:
+    ``x-amzn-bedrock-input-token-count`` is a count, ``x-ratelimit-limit-tokens`` a limit).
+    """
+    words = set(name.replace("_", "-").split("-"))
+    squashed = name.replace("-", "").replace("_", "")
+    return (
+        name in _IDENTIFYING_RESPONSE_HEADERS
+        or not _IDENTIFYING_WORDS.isdisjoint(words)
+        or "cookie" in squashed
+        or squashed.startswith("auth")
+        or squashed.endswith(_CREDENTIAL_ENDINGS)
+    )
 
 
 @functools.lru_cache(maxsize=1024)

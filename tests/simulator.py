@@ -36,7 +36,7 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-__all__ = ["ProviderSimulator", "ReceivedRequest"]
+__all__ = ["ProviderSimulator", "RawReply", "ReceivedRequest"]
 
 JSON = dict[str, Any]
 ReplyHook = Callable[[JSON], str]
@@ -105,6 +105,22 @@ class _Reply:
     break_after: int | None = None
 
 
+@dataclass
+class RawReply:
+    """A reply written exactly as given, for the byte-for-byte fidelity tests.
+
+    The status, then the headers in this order and spelling (no ``Server`` or
+    ``Date`` of the simulator's own), then ``body`` with a content-length, or
+    ``chunks`` one HTTP chunk each (transfer-encoding: chunked), so a client
+    sees each chunk's boundary, even one inside a UTF-8 character.
+    """
+
+    status: int = 200
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    body: bytes = b""
+    chunks: list[bytes] | None = None
+
+
 @dataclass(frozen=True)
 class _Call:
     """A routed request: what a provider handler needs to build its reply."""
@@ -169,6 +185,7 @@ class ProviderSimulator:
       stream_delay: seconds to wait between streamed events.
       extra_response_headers: added to every response.
       echo_auth: append the received credential to reply texts.
+      raw_replies: exact replies by name, served at ``/raw/<name>`` (see `RawReply`).
     """
 
     def __init__(self, *, models: Iterable[str] = DEFAULT_OLLAMA_MODELS) -> None:
@@ -181,6 +198,7 @@ class ProviderSimulator:
         self.delay = 0.0
         self.stream_delay = 0.0
         self.extra_response_headers: dict[str, str] = {}
+        self.raw_replies: dict[str, RawReply] = {}
         self.echo_auth = False
         self._lock = threading.Lock()
         self._requests: list[ReceivedRequest] = []
@@ -1004,6 +1022,12 @@ def _now_rfc3339() -> str:
     return datetime.now(UTC).isoformat().replace("+00:00", "Z")
 
 
+# -- raw replies: exact bytes for the fidelity tests ------------------------------------
+
+# /raw/<name>, with any path after it, so an SDK can use it as its base URL.
+_RAW_PATH = re.compile(r"/raw/(?P<name>[^/]+)(?:/.*)?")
+
+
 # -- HTTP plumbing -------------------------------------------------------------------
 
 
@@ -1073,7 +1097,13 @@ class _Handler(BaseHTTPRequestHandler):
         if simulator._stopping.is_set():
             self._abort()
             return
-        reply = simulator._respond(self._read_request())
+        request = self._read_request()
+        raw = _RAW_PATH.fullmatch(request.path)
+        if raw is not None:
+            simulator._record(request)
+            self._write_raw(simulator.raw_replies.get(raw.group("name")))
+            return
+        reply = simulator._respond(request)
         if reply is None:
             self._abort()
         elif reply.events is None:
@@ -1129,6 +1159,25 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
             if delay:
                 time.sleep(delay)
+        self.wfile.write(b"0\r\n\r\n")
+
+    def _write_raw(self, reply: RawReply | None) -> None:
+        """A `RawReply` byte for byte; a name with no reply is a plain 404."""
+        if reply is None:
+            reply = RawReply(404, [("content-type", "text/plain")], b"no raw reply by that name")
+        self.send_response_only(reply.status)
+        for name, value in reply.headers:
+            self.send_header(name, value)
+        if reply.chunks is None:
+            self.send_header("content-length", str(len(reply.body)))
+            self.end_headers()
+            self.wfile.write(reply.body)
+            return
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        for chunk in reply.chunks:
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            self.wfile.flush()
         self.wfile.write(b"0\r\n\r\n")
 
     def _write_head(self, status: int, headers: dict[str, str]) -> None:

@@ -220,7 +220,7 @@ class Kit:
         return self.response(req, status, reason or _reason(status), recording.headers, reader)
 
     async def record(self, req: Any, exchange: Exchange, live: Any, decoded: bool) -> Any:
-        headers = _pairs(live.headers)
+        headers = [(str(name), value) for name, value in live.headers.items()]  # str, not istr
         decode = None if decoded else decoder(live.headers.get("content-encoding", ""))
         if is_stream(live.headers.get("content-type", "")):
             tape = exchange.tape(live.status, headers)
@@ -254,7 +254,7 @@ class Kit:
         resp.status, resp.reason = status, reason
         resp._headers = self.proxy(self.multidict(headers))
         resp._raw_headers = tuple((k.encode(), v.encode()) for k, v in headers)
-        cookies = tuple(value for name, value in headers if name == "set-cookie")
+        cookies = tuple(value for name, value in headers if name.lower() == "set-cookie")
         resp._raw_cookie_headers = cookies or None
         resp._closed = False
         resp.content = content

@@ -217,8 +217,9 @@ def _commit(session: Session, info: RequestInfo, recording: Recording) -> None:
 
 
 def hand_on_headers(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
-    """Live response headers (lower-case names) minus framing: the body handed on is decoded."""
-    return [(k, v) for k, v in headers if k not in DROPPED_HEADERS]
+    """Live response headers, names spelt as received, minus framing: the body handed on is
+    decoded."""
+    return [(k, v) for k, v in headers if k.lower() not in DROPPED_HEADERS]
 
 
 def is_stream(content_type: str) -> bool:

@@ -130,6 +130,12 @@ def _describe(request: Any) -> tuple[str, tuple[str, str, int | None, str, str],
     return request.method, parts, _HeaderPairs(request.headers)
 
 
+def _received(headers: Any) -> list[tuple[str, str]]:
+    """Response headers with their names spelt as received (``multi_items()`` lower-cases)."""
+    encoding = headers.encoding
+    return [(k.decode(encoding), v.decode(encoding)) for k, v in headers.raw]
+
+
 class _HeaderPairs(Sequence[tuple[str, str]]):
     """``headers.multi_items()``, built when first read: replaying JSON never reads them."""
 
@@ -197,7 +203,7 @@ class Flavor:
         )
 
     def record(self, exchange: Exchange, response: Any) -> Any:
-        headers = response.headers.multi_items()
+        headers = _received(response.headers)
         if is_stream(response.headers.get("content-type", "")):
             tape = exchange.tape(response.status_code, headers)
             stream = self.RecordingStream(self, response, tape)
@@ -210,7 +216,7 @@ class Flavor:
         return self._handed_on(response, recording.headers, self.ByteStream(body))
 
     async def arecord(self, exchange: Exchange, response: Any) -> Any:
-        headers = response.headers.multi_items()
+        headers = _received(response.headers)
         if is_stream(response.headers.get("content-type", "")):
             tape = exchange.tape(response.status_code, headers)
             stream = self.AsyncRecordingStream(self, response, tape)

@@ -178,7 +178,7 @@ class _Reply:
 
     def recorded(self, exchange: Exchange, live: Any) -> Any:
         """Sent for real: tape a stream as the caller reads it, or read and record a whole body."""
-        headers = [(name.lower(), value) for name, value in live.headers.items()]
+        headers = [(name, value) for name, value in live.headers.items()]
         if not is_stream(live.headers.get("content-type", "")):
             recording = exchange.record(live.status, headers, live.read(decode_content=True))
             return self._response(recording.status, recording.headers, _replay_wire(recording))

@@ -1,0 +1,216 @@
+"""Replay hands back what the provider sent, byte for byte (DESIGN §3, exact; issue 22).
+
+Every response of the corpus (`fidelity_corpus`) is served by the simulator
+exactly as a provider writes it, recorded through each road, and replayed
+with the simulator stopped: status, body bytes, chunk boundaries and every
+header that §4 does not drop must be what the client saw live, in order and
+spelling, while the cassette stays readable: JSON as JSON, SSE and NDJSON as
+text chunks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import httpx
+import httpx2
+import orjson
+import pytest
+from fidelity_corpus import CORPUS, DROPPED, OPENAI_COMPLETION, OPENAI_HEADERS
+from simulator import ProviderSimulator, RawReply
+
+import ghostrun
+from ghostrun._redact import keep_response_header
+
+LOOPBACK = ("127.0.0.1",)
+REQUEST = {"model": "m", "messages": [{"role": "user", "content": "fidelity"}]}
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What a client saw of a response."""
+
+    status: int
+    headers: list[tuple[str, str]]  # as the library lists them: order, spelling, repeats
+    chunks: list[bytes]
+    url: str
+    history: list[int]  # the statuses of the redirects followed on the way
+
+    @property
+    def body(self) -> bytes:
+        return b"".join(self.chunks)
+
+
+def _httpx_road(lib: Any) -> Callable[..., Seen]:
+    def fetch(url: str, method: str = "POST") -> Seen:
+        body = REQUEST if method == "POST" else None
+        with lib.Client(follow_redirects=True) as client:
+            with client.stream(method, url, json=body) as response:
+                chunks = list(response.iter_raw())
+                raw = response.headers.raw
+                return Seen(
+                    response.status_code,
+                    [(k.decode(), v.decode()) for k, v in raw],
+                    chunks,
+                    str(response.url),
+                    [r.status_code for r in response.history],
+                )
+
+    return fetch
+
+
+def _aiohttp_fetch(url: str, method: str = "POST") -> Seen:
+    async def fetch() -> Seen:
+        body = REQUEST if method == "POST" else None
+        async with aiohttp.ClientSession() as client:
+            async with client.request(method, url, json=body) as response:
+                chunks = [chunk async for chunk, _end in response.content.iter_chunks()]
+                return Seen(
+                    response.status,
+                    list(response.headers.items()),
+                    chunks,
+                    str(response.url),
+                    [r.status for r in response.history],
+                )
+
+    return asyncio.run(fetch())
+
+
+# One entry per road; a new road (urllib3) is one more line.
+ROADS: dict[str, Callable[..., Seen]] = {
+    "httpx": _httpx_road(httpx),
+    "httpx2": _httpx_road(httpx2),
+    "aiohttp": _aiohttp_fetch,
+}
+
+
+def only_cassette(directory: Path, path_part: str = "") -> dict[str, Any]:
+    (found,) = [
+        orjson.loads(p.read_bytes())
+        for p in directory.glob("*.json")
+        if path_part in orjson.loads(p.read_bytes())["request"]["url"]
+    ]
+    return found
+
+
+def record_then_replay(
+    provider: ProviderSimulator, cassette_dir: Path, fetch: Callable[[], Seen]
+) -> tuple[Seen, Seen]:
+    with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=LOOPBACK) as s:
+        live = fetch()
+    assert s.recorded >= 1
+    served = provider.served
+    provider.stop()
+    with ghostrun.session(mode="replay", cassette_dir=cassette_dir, hosts=LOOPBACK) as s:
+        again = fetch()
+    assert s.replayed >= 1 and provider.served == served
+    return live, again
+
+
+def kept(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    return [(name, value) for name, value in headers if name.lower() not in DROPPED]
+
+
+def lowered(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    return [(name.lower(), value) for name, value in headers]
+
+
+@pytest.mark.parametrize("road", ROADS)
+@pytest.mark.parametrize("name", CORPUS)
+def test_the_corpus_replays_byte_for_byte_and_stays_readable(
+    provider: ProviderSimulator, cassette_dir: Path, name: str, road: str
+) -> None:
+    entry = CORPUS[name]
+    provider.raw_replies[name] = entry.reply
+    url = provider.url(f"/raw/{name}")
+    live, again = record_then_replay(provider, cassette_dir, lambda: ROADS[road](url))
+
+    sent = entry.reply.chunks if entry.reply.chunks is not None else [entry.reply.body]
+    assert live.status == again.status == entry.reply.status
+    assert live.body == again.body == b"".join(sent)
+    assert again.chunks == live.chunks
+    if entry.reply.chunks is not None:
+        assert live.chunks == sent  # each chunk arrived on its own, the splits as written
+    # Recording hands on every header (aiohttp spells the names it knows its own way) ...
+    assert lowered(live.headers) == lowered(entry.reply.headers)
+    assert again.headers == kept(live.headers)  # ... and replay all but §4's drops, as listed
+
+    body = only_cassette(cassette_dir)["responses"][0]["body"]
+    assert tuple(sorted(body)) == entry.stored
+    assert body.get("format") == entry.format
+    if "text" in body:
+        assert body["text"] == live.body.decode()
+    for kind in ("sse", "ndjson"):
+        if kind in body:  # readable: the text of the stream, chunk by chunk
+            assert "".join(body[kind]) == live.body.decode()
+
+
+def test_the_corpus_covers_each_stored_shape() -> None:
+    """Every kind of body and every family of format is in the corpus at least once."""
+    shapes = {entry.stored for entry in CORPUS.values()}
+    assert {("json",), ("format", "json"), ("text",), ("sse",), ("carry", "sse")} <= shapes
+    assert {("carry", "ndjson"), ("chunks_base64",)} <= shapes
+    formats = {entry.format for entry in CORPUS.values()}
+    assert {"indent2", "indent2+newline", "python", "python-indent2-utf8+newline"} <= formats
+
+
+def test_only_cookies_and_account_ids_are_dropped_from_real_headers() -> None:
+    """Each real header of the corpus is kept, but for §4's drops."""
+    names = {n.lower() for entry in CORPUS.values() for n, _v in entry.reply.headers}
+    assert {n for n in names if not keep_response_header(n)} == DROPPED
+
+
+@pytest.mark.parametrize("road", ROADS)
+def test_a_redirect_replays_as_it_happened_live(
+    provider: ProviderSimulator, cassette_dir: Path, road: str
+) -> None:
+    """The live run follows a 302 to a 200; replay does the same, from two cassettes."""
+    provider.raw_replies["moved"] = RawReply(
+        302,
+        [("location", "/raw/landing?page=2"), ("cache-control", "no-store")],
+    )
+    provider.raw_replies["landing"] = RawReply(
+        200, [("content-type", "application/json")], b'{"landed": true}'
+    )
+    url = provider.url("/raw/moved")
+    live, again = record_then_replay(provider, cassette_dir, lambda: ROADS[road](url, "GET"))
+
+    assert provider.served == 2  # the redirect and its target, once each
+    assert (live.status, live.history, live.body) == (200, [302], b'{"landed": true}')
+    assert (again.status, again.history, again.body) == (live.status, live.history, live.body)
+    assert again.url == live.url == provider.url("/raw/landing?page=2")
+    moved = only_cassette(cassette_dir, "/raw/moved")["responses"][0]
+    location = {name.lower(): value for name, value in moved["headers"].items()}["location"]
+    assert moved["status"] == 302 and location == "/raw/landing?page=2"
+
+
+def test_the_openai_sdk_raw_response_replays_its_headers_and_text(
+    provider: ProviderSimulator, cassette_dir: Path
+) -> None:
+    import openai
+
+    provider.raw_replies["openai-pretty"] = CORPUS["openai-pretty"].reply
+
+    def call() -> tuple[list[tuple[str, str]], str, str | None]:
+        client = openai.OpenAI(
+            base_url=provider.url("/raw/openai-pretty/v1"), api_key="sk-test", max_retries=0
+        )
+        raw = client.chat.completions.with_raw_response.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}]
+        )
+        return list(raw.headers.multi_items()), raw.text, raw.parse().choices[0].message.content
+
+    with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=LOOPBACK):
+        live = call()
+    provider.stop()
+    with ghostrun.session(mode="replay", cassette_dir=cassette_dir, hosts=LOOPBACK):
+        again = call()
+
+    assert again[1] == live[1] == CORPUS["openai-pretty"].reply.body.decode()
+    assert again[2] == live[2] == OPENAI_COMPLETION["choices"][0]["message"]["content"]
+    assert again[0] == kept(live[0]) == lowered(kept(OPENAI_HEADERS))
