@@ -48,6 +48,8 @@ from . import _eventstream
 
 __all__ = [
     "JSON_FORMATS",
+    "MODIFIERS",
+    "STREAM_KINDS",
     "decode_body",
     "encode_body",
     "encode_chunks",

@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from ._bodies import MODIFIERS
 from ._extract import extract_text
 from ._validate import Kind
 
@@ -131,11 +132,13 @@ def _headers(headers: dict[str, Any]) -> list[str]:
 
 
 def _body(body: Any) -> list[str]:
-    if not isinstance(body, dict) or len(body) != 1:
+    kinds = [key for key in body if key not in MODIFIERS] if isinstance(body, dict) else []
+    if len(kinds) != 1:
         return ["  body: (none)"] if not body else ["  body:", _indented(repr(body))]
-    ((kind, value),) = body.items()
+    kind, value = kinds[0], body[kinds[0]]
     if kind == "json":
-        lines = ["  body (json):", _indented(_pretty(value))]
+        spelling = f", {body['format']}" if "format" in body else ""
+        lines = [f"  body (json{spelling}):", _indented(_pretty(value))]
         text = _reply_text(value)
         if text:
             lines += ["  text:", _indented(text)]

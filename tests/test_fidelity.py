@@ -218,3 +218,27 @@ def test_the_openai_sdk_raw_response_replays_its_headers_and_text(
     assert again[1] == live[1] == CORPUS["openai-pretty"].reply.body.decode()
     assert again[2] == live[2] == OPENAI_COMPLETION["choices"][0]["message"]["content"]
     assert again[0] == kept(live[0]) == lowered(kept(OPENAI_HEADERS))
+
+
+@pytest.mark.parametrize(
+    ("name", "shown"),
+    [
+        ("openai-pretty", "body (json, indent2+newline):"),
+        ("openai-sse-split", "reassembled text:\n    Grüße aus Köln 😀\n"),
+    ],
+)
+def test_show_reads_a_formatted_body_and_a_carried_stream(
+    provider: ProviderSimulator,
+    cassette_dir: Path,
+    capsys: pytest.CaptureFixture[str],
+    name: str,
+    shown: str,
+) -> None:
+    from ghostrun import _cli
+
+    provider.raw_replies[name] = CORPUS[name].reply
+    with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=LOOPBACK) as s:
+        ROADS["httpx2"](provider.url(f"/raw/{name}"))
+    (key,) = s.used_keys
+    assert _cli.main(["show", key, "--cassette-dir", str(cassette_dir)]) == 0
+    assert shown in capsys.readouterr().out
