@@ -21,7 +21,7 @@ import httpx
 import httpx2
 import orjson
 import pytest
-from fidelity_corpus import CORPUS, DROPPED, OPENAI_COMPLETION, OPENAI_HEADERS
+from fidelity_corpus import CORPUS, DROPPED, GEMINI_HEADERS, OPENAI_COMPLETION, OPENAI_HEADERS
 from simulator import ProviderSimulator, RawReply
 
 import ghostrun
@@ -242,3 +242,35 @@ def test_show_reads_a_formatted_body_and_a_carried_stream(
     (key,) = s.used_keys
     assert _cli.main(["show", key, "--cassette-dir", str(cassette_dir)]) == 0
     assert shown in capsys.readouterr().out
+
+
+@pytest.mark.filterwarnings("ignore:Inheritance class AiohttpClientSession:DeprecationWarning")
+@pytest.mark.parametrize("road", ["sync", "async"])
+def test_gemini_sdk_http_response_headers_replay_as_received(
+    provider: ProviderSimulator, cassette_dir: Path, road: str
+) -> None:
+    """google-genai hands its users the headers (sdk_http_response): sync on httpx2, async on
+    aiohttp, where Google's spelling of the names shows."""
+    from google import genai
+
+    provider.raw_replies["gemini-count-tokens"] = CORPUS["gemini-count-tokens"].reply
+
+    def call() -> tuple[int | None, dict[str, str] | None]:
+        client = genai.Client(
+            api_key="AIza" + "x" * 35,
+            http_options={"base_url": provider.url("/raw/gemini-count-tokens")},
+        )
+        if road == "sync":
+            reply = client.models.count_tokens(model="gemini-2.5-flash", contents="hi")
+        else:
+            count = client.aio.models.count_tokens(model="gemini-2.5-flash", contents="hi")
+            reply = asyncio.run(count)
+        assert reply.sdk_http_response is not None
+        return reply.total_tokens, reply.sdk_http_response.headers
+
+    live, again = _record_then_replay(provider, cassette_dir, call)
+    expected: dict[str, str] = {}
+    for name, value in GEMINI_HEADERS:  # the SDK joins a repeated header's values
+        name = name if road == "async" else name.lower()  # httpx2 lists names lower-cased
+        expected[name] = f"{expected[name]}, {value}" if name in expected else value
+    assert again == live == (31, expected)
