@@ -53,8 +53,9 @@ __all__ = [
     "RUN_FIELD",
     "Cassette",
     "Recording",
-    "decode_body",
+    "decode_body",  # from `_bodies`, where they live now
     "encode_body",
+    "encode_response",
     "read_run",
 ]
 
