@@ -70,7 +70,8 @@ def _aiohttp_fetch(url: str, method: str = "POST") -> Seen:
         body = REQUEST if method == "POST" else None
         async with aiohttp.ClientSession() as client:
             async with client.request(method, url, json=body) as response:
-                chunks = [chunk async for chunk, _end in response.content.iter_chunks()]
+                # iter_chunks may also say where an HTTP chunk ended with an empty piece.
+                chunks = [chunk async for chunk, _end in response.content.iter_chunks() if chunk]
                 return Seen(
                     response.status,
                     list(response.headers.items()),
