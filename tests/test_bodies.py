@@ -128,11 +128,11 @@ def replay_raw(provider: ProviderSimulator, cassette_dir: Path) -> httpx.Respons
 @pytest.mark.parametrize(
     ("body", "complaint"),
     [
-        ({"json": {}, "format": "indent7"}, "unknown JSON format 'indent7'"),
+        ({"json": {}, "format": "indent7"}, r"body\.format: unknown JSON format"),
         ({"sse": ["a", "b"], "carry": [[1, 1]]}, 'bad "carry" entry'),
-        ({"sse": ["a", "b"], "carry": [[0, 9]]}, 'bad "carry" entry'),
+        ({"sse": ["a", "b"], "carry": [[0, 9]]}, r"body\.carry\[0\]: expected \[chunk index"),
         ({"sse": ["a", "b"], "carry": [[0, 2]]}, "runs past"),
-        ({"text": "x", "format": "compact"}, "cannot have format"),
+        ({"text": "x", "format": "compact"}, "body.format: not a modifier of a .text. body"),
     ],
 )
 def test_a_bad_modifier_is_a_corrupt_cassette_naming_its_file(

@@ -175,7 +175,7 @@ def test_a_malformed_cassette_is_named_in_replay_and_by_every_command(
         if newer and command[0] == "show":
             assert _cli.main([*command, *directory]) == 0
             err = capsys.readouterr().err
-            message = "has cassette format version 99, but this ghostrun reads version 1"
+            message = "has cassette format version 99, but this ghostrun reads version 2"
         else:
             err = cli_error(capsys, *command, *directory)
         assert str(path) in err and message in err, (command, err)
@@ -273,10 +273,10 @@ def test_a_malformed_verdict_is_named_when_grading_and_by_every_command(
 def test_show_warns_on_a_newer_format_and_shows_the_raw_json(
     good: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = broken(good, tmp_path / "cassettes", setting("version", 2))
+    path = broken(good, tmp_path / "cassettes", setting("version", 3))
     assert _cli.main(["show", str(path)]) == 0
     captured = capsys.readouterr()
-    assert f"{path} has cassette format version 2, but this ghostrun reads version 1" in (
+    assert f"{path} has cassette format version 3, but this ghostrun reads version 2" in (
         captured.err
     )
-    assert '"version": 2' in captured.out
+    assert '"version": 3' in captured.out
