@@ -15,12 +15,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import urljoin
 
 import aiohttp
 import httpx
 import httpx2
 import orjson
 import pytest
+import urllib3
 from fidelity_corpus import CORPUS, DROPPED, GEMINI_HEADERS, OPENAI_COMPLETION, OPENAI_HEADERS
 from simulator import ProviderSimulator, RawReply
 
@@ -83,11 +85,36 @@ def _aiohttp_fetch(url: str, method: str = "POST") -> Seen:
     return asyncio.run(fetch())
 
 
-# One entry per road; a new road (urllib3) is one more line.
+def _urllib3_fetch(url: str, method: str = "POST") -> Seen:
+    body = orjson.dumps(REQUEST) if method == "POST" else None
+    with urllib3.PoolManager() as pool:
+        response = pool.request(
+            method,
+            url,
+            body=body,
+            headers={"content-type": "application/json"},
+            preload_content=False,
+            redirect=True,
+        )
+        try:
+            chunks = [chunk for chunk in response.stream(None) if chunk]
+        finally:
+            response.release_conn()
+        history = [step.status for step in response.retries.history] if response.retries else []
+        # As on the wire: response.headers groups a repeated name at its first place. The
+        # adapter writes its own framing for the wire it builds: compared without it.
+        wire = response._original_response.msg.items()  # type: ignore[union-attr]
+        headers = [(n, v) for n, v in wire if n.lower() not in FRAMING]
+        where = urljoin(url, response.url or "")
+        return Seen(response.status, headers, chunks, where, history)
+
+
+# One entry per road; a new road is one more line.
 ROADS: dict[str, Callable[..., Seen]] = {
     "httpx": _httpx_road(httpx),
     "httpx2": _httpx_road(httpx2),
     "aiohttp": _aiohttp_fetch,
+    "urllib3": _urllib3_fetch,
 }
 
 

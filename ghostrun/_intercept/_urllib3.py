@@ -178,7 +178,7 @@ class _Reply:
 
     def recorded(self, exchange: Exchange, live: Any) -> Any:
         """Sent for real: tape a stream as the caller reads it, or read and record a whole body."""
-        headers = [(name, value) for name, value in live.headers.items()]
+        headers = _received(live)
         if not is_stream(live.headers.get("content-type", "")):
             recording = exchange.record(live.status, headers, live.read(decode_content=True))
             return self._response(recording.status, recording.headers, _replay_wire(recording))
@@ -277,6 +277,13 @@ class _Url:
         scheme, host, port, path, query = self.parts
         netloc = host if port in (None, _DEFAULT_PORTS.get(scheme)) else f"{host}:{port}"
         return f"{scheme}://{netloc}{path}" + (f"?{query}" if query else "")
+
+
+def _received(live: Any) -> list[tuple[str, str]]:
+    """Response headers in the order and spelling sent (``live.headers`` groups a repeated
+    name at its first place; the ``http.client`` message under it does not)."""
+    message = getattr(getattr(live, "_original_response", None), "msg", None)
+    return list(message.items()) if message is not None else list(live.headers.items())
 
 
 def _pairs(headers: Any) -> list[tuple[str, str]]:
