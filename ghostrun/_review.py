@@ -32,6 +32,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
+from ._bodies import MODIFIERS
 from ._extract import extract_text
 from ._keys import split_field_paths, without_fields
 from ._miss import render_body
@@ -366,9 +367,11 @@ def answer_lines(response: Any) -> list[str]:
     body = response.get("body") or {}
     status = response.get("status")
     head = [] if status in (200, None) else [f"(status {status})"]
-    if not isinstance(body, dict) or len(body) != 1:
+    # A body's modifiers (a JSON format, a stream's carries) do not change its text.
+    kinds = [name for name in body if name not in MODIFIERS] if isinstance(body, dict) else []
+    if len(kinds) != 1:
         return head
-    ((kind, value),) = body.items()
+    kind, value = kinds[0], body[kinds[0]]
     if kind == "json":
         return head + _json_answer(value)
     if kind in ("sse", "ndjson") and isinstance(value, list):
