@@ -22,9 +22,9 @@ from urllib.parse import parse_qsl, urlencode
 
 import orjson
 
+from ._credentials import FIELD_NEEDLES, is_credential_field, is_credential_param, is_schema
+
 __all__ = [
-    "CREDENTIAL_FIELDS",
-    "CREDENTIAL_QUERY_PARAMS",
     "canonical_body",
     "canonical_url",
     "is_credential_field",
@@ -38,60 +38,8 @@ __all__ = [
 # The field name of a multipart part: ``name="..."`` (not ``filename=``) in its headers.
 _PART_NAME = re.compile(rb'(?i)content-disposition:[^\r\n]*?(?<![a-z])name="?([^";\r\n]*)')
 
-# Names compared lower-cased without ``-`` and ``_`` (``api_key``, ``apiKey``,
-# ``x-api-key`` all read ``apikey``). An explicit list, never a substring rule:
-# ``max_tokens`` and ``total_tokens`` are not credentials.
-CREDENTIAL_FIELDS = frozenset(
-    {
-        "apikey",
-        "xapikey",
-        "apitoken",
-        "password",
-        "passwd",
-        "secret",
-        "clientsecret",
-        "secretkey",
-        "secretaccesskey",
-        "awssecretaccesskey",
-        "privatekey",
-        "accesstoken",
-        "refreshtoken",
-        "idtoken",
-        "authtoken",
-        "bearertoken",
-        "sessiontoken",
-        "awssessiontoken",
-        "securitytoken",
-        "token",
-        "authorization",
-    }
-)
-# Query and form parameters: the fields above, plus names that are too generic
-# for a JSON field but mean a credential in a URL (Gemini's ``key=``, SigV4 and
-# SAS signatures).
-CREDENTIAL_QUERY_PARAMS = CREDENTIAL_FIELDS | frozenset(
-    {
-        "key",
-        "auth",
-        "sig",
-        "signature",
-        "subscriptionkey",
-        "ocpapimsubscriptionkey",
-        "xamzsignature",
-        "xamzcredential",
-        "xamzsecuritytoken",
-        "xgoogsignature",
-        "xgoogcredential",
-        "awsaccesskeyid",
-        "oauthtoken",
-        "oauthsignature",
-    }
-)
 _DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 _SORTED_COMPACT = orjson.OPT_SORT_KEYS
-# How every name in CREDENTIAL_FIELDS ends, closing quote included: a body
-# without any of these (squashed) has no credential field to look for.
-_FIELD_ENDINGS = (b'key"', b'token"', b'secret"', b'password"', b'passwd"', b'authorization"')
 
 
 def _builtin_sha256() -> Callable[[bytes], Any]:
@@ -105,22 +53,6 @@ def _builtin_sha256() -> Callable[[bytes], Any]:
 
 
 _sha256 = _builtin_sha256()
-
-
-@functools.lru_cache(maxsize=1024)  # names repeat on every request
-def is_credential_param(name: str) -> bool:
-    """A query or form parameter that carries a credential (dropped from the key)."""
-    return _squash(name) in CREDENTIAL_QUERY_PARAMS
-
-
-@functools.lru_cache(maxsize=1024)
-def is_credential_field(name: str) -> bool:
-    """A JSON body field that carries a credential (dropped from the key)."""
-    return _squash(name) in CREDENTIAL_FIELDS
-
-
-def _squash(name: str) -> str:
-    return name.lower().replace("-", "").replace("_", "")
 
 
 @functools.lru_cache(maxsize=256)  # an SDK sends a few URLs, again and again
@@ -218,13 +150,15 @@ def _may_name_credential(body: bytes) -> bool:
     """False when no key of this JSON text can name a credential: most bodies, found in C.
 
     Exact for ASCII text without escapes, where lower-casing and squashing the
-    whole text squashes each key as `is_credential_field` does; anything else
-    (an escape, a non-ASCII byte) goes to the walk over the parsed keys.
+    whole text squashes each key as `is_credential_field` does, so a key the
+    rule matches leaves one of `FIELD_NEEDLES` (derived from the rule's
+    tables) in the text; anything else (an escape, a non-ASCII byte) goes to
+    the walk over the parsed keys.
     """
     if b"\\" in body or not body.isascii():
         return True
     squashed = body.lower().replace(b"_", b"").replace(b"-", b"")
-    return any(ending in squashed for ending in _FIELD_ENDINGS)
+    return any(needle in squashed for needle in FIELD_NEEDLES)
 
 
 def has_credential_field(value: Any) -> bool:
@@ -245,8 +179,13 @@ def has_credential_field(value: Any) -> bool:
 
 
 def _without_credentials(value: Any) -> Any:
+    """The value without its credential fields; a field holding a JSON schema is structure."""
     if isinstance(value, dict):
-        return {k: _without_credentials(v) for k, v in value.items() if not is_credential_field(k)}
+        return {
+            k: _without_credentials(v)
+            for k, v in value.items()
+            if not is_credential_field(k) or is_schema(v)
+        }
     if isinstance(value, list):
         return [_without_credentials(v) for v in value]
     return value

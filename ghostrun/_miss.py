@@ -16,9 +16,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from ._bodies import encode_body
 from ._keys import remove_field
-from ._redact import collect_secrets, redact_entry
 
 if TYPE_CHECKING:
     from ._session import RequestInfo, Session
@@ -47,7 +45,7 @@ def describe_miss(info: RequestInfo, session: Session, ignore: Sequence[tuple[st
         "  To record it, run once with GHOSTRUN_MODE=record (or pytest --ghostrun-record) "
         "with the provider reachable."
     )
-    body = _without(_stored_body(info), ignore)
+    body = _without(session.stored_request(info).get("body"), ignore)
     closest = _closest(directory, info, body, ignore)
     if closest is None:
         lines.append(
@@ -68,12 +66,6 @@ def render_body(body: Any) -> list[str]:
         (value,) = body.values()
         return str(value).splitlines() if isinstance(value, str) else [repr(value)]
     return [repr(body)]
-
-
-def _stored_body(info: RequestInfo) -> Any:
-    """The live body as it would be stored: credentials masked, like the file it is compared to."""
-    entry = {"request": {"body": encode_body(info.body, info.content_type)}, "response": {}}
-    return redact_entry(entry, collect_secrets(info.headers, info.query))["request"]["body"]
 
 
 def _without(body: Any, ignore: Sequence[tuple[str, ...]]) -> Any:

@@ -1,27 +1,33 @@
-"""Keep credentials out of cassettes.
+"""Keep credentials out of every file ghostrun writes (DESIGN §4).
 
 Cassettes are committed, so a credential in one is a leak into git history.
-Four layers, applied to every entry before it is written:
+Applied to every entry before it is written:
 
 1. Headers by safe-list: request headers are dropped unless known harmless;
    response headers likewise (``set-cookie`` and account identifiers go).
 2. Exact values: every credential the request carried (auth headers, cookies,
-   credential query parameters, credential fields of a JSON, form or
-   multipart body) is masked
-   wherever it appears in the entry: URL, bodies (binary ones too), headers,
-   even JSON keys. A secret is matched in any mix of plain, URL-encoded
-   (``%2F``, ``+``), JSON-escaped (``\\"``, ``\\u0041``) and HTML-escaped
-   forms, and where two secrets overlap, both go.
+   credential query parameters, credential fields of its body read as the key
+   reads it, JSON values of headers and strings, secret shapes in the prompt)
+   is masked wherever it appears in the entry, responses and streams included
+   (`_mask`: any encoding, base64 too, across chunks and events), if it could
+   be a credential at all (`_credentials.could_be_credential`: ``"ollama"`` is
+   dropped with its header, never masked inside a response).
 3. Shapes: known secret formats (``sk-…``, ``AIza…``, ``AKIA…``, ``gsk_…``,
-   JWTs, ``Bearer …``) are masked in the stored request. Response bodies are
-   replayed verbatim, so there only exact values are masked.
-4. Body fields by explicit list (`_keys.is_credential_field`): ``api_key``,
-   ``password``… are masked in the request body; ``max_tokens`` is not (no
-   substring rules).
+   JWTs, ``Bearer …``) are masked in the stored request.
+4. Names by rule (`_credentials`): the values of credential fields of a JSON
+   body are masked in the stored request, whatever their length; a field
+   holding a JSON schema is structure, not a credential.
+5. Signed URLs: credential parameters of a ``location`` header, and of any URL
+   in a redirect's body, are masked (the server made them: the request never
+   carried them).
+
+Every credential collected is remembered for the process (requests replayed
+too, read lazily), so run logs and verdict files are scrubbed of them
+(`scrub_text`), along with what the user's ``redact=`` hook removed from the
+cassettes (`learn_hook_edits`).
 
 The match key is computed from the unredacted request, so none of this ever
-changes what replays. Known gap: a secret that a streamed response splits
-across two chunks is not recognised (no provider echoes keys in practice).
+changes what replays.
 """
 
 from __future__ import annotations
@@ -29,34 +35,40 @@ from __future__ import annotations
 import base64
 import binascii
 import functools
-import html
-import json
 import re
 import threading
 from collections.abc import Iterable
-from typing import Any, AnyStr
+from typing import Any
 from urllib.parse import parse_qsl
 
 import orjson
 
-from ._keys import (
-    has_credential_field,
+from ._cassette import encode_body
+from ._credentials import (
+    SECRET_SHAPES,
+    SHAPE_START,
+    could_be_credential,
     is_credential_field,
+    is_credential_header,
     is_credential_param,
-    multipart_parts,
+    is_schema,
 )
+from ._keys import has_credential_field, multipart_parts
+from ._mask import MASK, mask_chunks, mask_text, patterns
 
 __all__ = [
     "MASK",
     "collect_secrets",
+    "defer_secrets",
+    "entry_secrets",
     "is_credential_header",
     "keep_request_header",
     "keep_response_header",
+    "learn_hook_edits",
     "redact_entry",
+    "request_secrets",
     "scrub_text",
 ]
-
-MASK = "[REDACTED]"
 
 _REQUEST_HEADERS = frozenset(
     {
@@ -191,35 +203,6 @@ _IDENTIFYING_WORDS = frozenset(
         "subscription",
     }
 )
-# Request headers whose value is a credential: these by name, and any whose
-# name has one of the words below (``x-goog-api-key``, ``x-amz-security-token``).
-_CREDENTIAL_HEADERS = frozenset(
-    {
-        "authorization",
-        "proxy-authorization",
-        "cookie",
-        "x-api-key",
-        "api-key",
-        "x-goog-api-key",
-        "x-amz-security-token",
-        "ocp-apim-subscription-key",
-    }
-)
-_CREDENTIAL_HEADER_WORDS = frozenset(
-    {
-        "key",
-        "apikey",
-        "token",
-        "secret",
-        "password",
-        "signature",
-        "credential",
-        "credentials",
-        "auth",
-        "authorization",
-        "cookie",
-    }
-)
 # Parameters of an authorization header that carry a secret (AWS SigV4's
 # ``Credential=AKIA…/scope`` and ``Signature=…``, OAuth 1, Digest).
 _AUTH_PARAMS = re.compile(
@@ -227,41 +210,23 @@ _AUTH_PARAMS = re.compile(
     r"=\"?([^\",\s]+)\"?",
     re.IGNORECASE,
 )
-_SECRET_SHAPES = re.compile(
-    r"(?<![A-Za-z0-9])(?:"
-    r"sk-[A-Za-z0-9_\-]{16,}"  # OpenAI (sk-proj-), Anthropic (sk-ant-), OpenRouter (sk-or-)
-    r"|gsk_[A-Za-z0-9]{20,}"  # Groq
-    r"|xai-[A-Za-z0-9]{20,}"
-    r"|pplx-[A-Za-z0-9]{20,}"
-    r"|hf_[A-Za-z0-9]{30,}"
-    r"|r8_[A-Za-z0-9]{20,}"
-    r"|AIza[0-9A-Za-z_\-]{30,}"  # Google API keys
-    r"|ya29\.[0-9A-Za-z_\-]{20,}"  # Google OAuth access tokens
-    r"|(?:AKIA|ASIA)[0-9A-Z]{16}"  # AWS access key ids
-    r"|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}"
-    r"|xox[abposr]-[A-Za-z0-9\-]{10,}"  # Slack
-    r"|eyJ[A-Za-z0-9_\-]+\.eyJ[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+"  # JWTs
-    r")"
-    r"|(?<=Bearer )[A-Za-z0-9._~+/\-]{8,}=*"
-    r"|-----BEGIN[A-Z ]*PRIVATE KEY-----.*?-----END[A-Z ]*PRIVATE KEY-----",
-    re.DOTALL,
-)
 _COOKIE_NAME = re.compile(r"(?:^|;)\s*[^=;\s]+=")
 _FORM = re.compile(r"[^=&\s]+=[^&\s]*(?:&[^=&\s]+=[^&\s]*)*")
+# A query parameter inside a URL in a text (``?key=…``, ``&amp;sig=…`` in HTML).
+_URL_PARAM = re.compile(r"(?<=[?&;])([A-Za-z0-9_.\-]+)=([^&\s\"'<>#\\]+)")
+_URL_HEADERS = ("location", "content-location")
+_STREAM_KINDS = ("sse", "ndjson", "chunks", "chunks_base64")
 _BASE64_KINDS = ("base64", "chunks_base64")
 _BASE64_MARKERS = ('"base64"', '"chunks_base64"')
 _WALK_MARKS = (*_BASE64_MARKERS, "\\u", "\\U")
-# Where any secret shape starts: none of these can be split by JSON's escapes, so
-# their absence from an entry's JSON text means no shape is in any of its strings.
-_SHAPE_START = re.compile(
-    r"sk-|gsk_|xai-|pplx-|hf_|r8_|AIza|ya29\.|AKIA|ASIA|gh[pousr]_|github_pat_|xox[abposr]-"
-    r"|eyJ|Bearer |-----BEGIN"
-)
-_MIN_SECRET = 6  # shorter values would mask unrelated text
-_MAX_REMEMBERED = 256
+_MAX_REMEMBERED = 1024
+_MAX_DEFERRED = 256
+_MIN_HOOK_EDIT = 4  # a shorter edit of the hook's is not applied to run logs
 
-_remembered: set[str] = set()
-_remembered_lock = threading.Lock()
+_remembered: dict[str, None] = {}  # insertion-ordered: the oldest are forgotten first
+_hook_edits: dict[str, str] = {}
+_deferred: list[Any] = []
+_lock = threading.Lock()
 
 
 # Header names are few and repeat on every request: each verdict is worked out once.
@@ -295,25 +260,34 @@ def _identifying_response_header(name: str) -> bool:
     )
 
 
-@functools.lru_cache(maxsize=1024)
-def is_credential_header(name: str) -> bool:
-    name = name.lower()
-    return name in _CREDENTIAL_HEADERS or not _CREDENTIAL_HEADER_WORDS.isdisjoint(name.split("-"))
+# -- collecting ----------------------------------------------------------------------
 
 
 def collect_secrets(
     headers: Iterable[tuple[str, str]], query: Iterable[tuple[str, str]] = ()
 ) -> frozenset[str]:
-    """Every credential value a request carried in its headers and query.
+    """Every credential value a request carried in its headers and query (remembered).
 
-    The credential fields of its body are found by `redact_entry` itself.
+    Headers and parameters whose value is JSON (a gateway's config header) are
+    walked for credential fields. The body's are found by `entry_secrets`.
     """
     secrets = _secrets_of(
-        tuple((name, value) for name, value in headers if is_credential_header(name)),
-        tuple((name, value) for name, value in query if is_credential_param(name)),
+        tuple((n, v) for n, v in headers if is_credential_header(n) or v[:1] in ("{", "[")),
+        tuple((n, v) for n, v in query if is_credential_param(n) or v[:1] in ("{", "[")),
     )
     _remember(secrets)
     return secrets
+
+
+def request_secrets(request: Any) -> frozenset[str]:
+    """Every credential a request (a `RequestInfo`) carried, wherever it was."""
+    part = {"url": request.url, "body": request_body(request.body, request.content_type)}
+    return collect_secrets(request.headers, request.query) | entry_secrets(part)
+
+
+def request_body(body: bytes, content_type: str) -> dict[str, Any]:
+    """A request body as stored: JSON whenever the key reads it as JSON."""
+    return encode_body(body, "application/json" if body[:1] in (b"{", b"[") else content_type)
 
 
 @functools.lru_cache(maxsize=128)
@@ -323,106 +297,42 @@ def _secrets_of(
     """The secrets of a request's credentials: the same few on every request of a suite."""
     found: set[str] = set()
     for name, value in headers:
-        found.update(_header_secrets(name.lower(), value))
-    for _name, value in params:
-        found.update({value, value.split("/")[0]})  # the key id of a SigV4 scope
+        if value[:1] in ("{", "["):
+            _json_secrets(value, found)
+        if is_credential_header(name):
+            found.update(_header_secrets(name.lower(), value))
+    for name, value in params:
+        if value[:1] in ("{", "["):
+            _json_secrets(value, found)
+        if is_credential_param(name):
+            found.update({value, value.split("/")[0]})  # the key id of a SigV4 scope
     return _worth_masking(found)
 
 
-def redact_entry(entry: dict[str, Any], secrets: frozenset[str]) -> dict[str, Any]:
-    """Mask secrets in an entry ``{"request": ..., "response": ...}`` (a new dict)."""
-    request = entry.get("request")
-    request_text = _text_of(request)
-    body = request.get("body") if isinstance(request, dict) else None
-    # Walk the body for credential values only if a key names one.
-    fields = isinstance(body, dict) and has_credential_field(body.get("json"))
-    if isinstance(request, dict):
-        headers = request.get("headers")
-        ctype = headers.get("content-type", "") if isinstance(headers, dict) else ""
-        secrets |= _body_secrets(body, fields=fields, content_type=str(ctype))
-    if _may_hold(entry, secrets):
-        patterns = _patterns(secrets)
-        entry = {k: _mask_part(v, patterns) for k, v in entry.items()}
-    else:
-        entry = dict(entry)
-    request = entry.get("request")
-    if isinstance(request, dict):
-        body = request.get("body")
-        if fields and isinstance(body, dict) and "json" in body:
-            body = {**body, "json": _mask_fields(body["json"])}
-        request = {**request, "body": body} if "body" in request else request
-        # Exact masking cannot make a shape, so the text from before it will do.
-        if request_text is None or _SHAPE_START.search(request_text):
-            request = _mask_shapes(request)
-        entry["request"] = request
-    return entry
+def entry_secrets(request: Any) -> frozenset[str]:
+    """The credentials a stored request shows itself: body fields and parameters, JSON
+    inside its strings, and secret shapes anywhere in it."""
+    if not isinstance(request, dict):
+        return frozenset()
+    found: set[str] = set()
+    body = request.get("body")
+    if isinstance(body, dict):
+        if "json" in body:
+            _field_values(body["json"], found, inside=False)
+        found |= _form_secrets(body, _content_type(request))
+    text = _text_of(request)
+    shapes = text is None or bool(SHAPE_START.search(text))
+    for value in _strings(request):
+        if value[:1] in ("{", "[") and len(value) > 2:
+            _json_secrets(value, found)
+        if shapes:
+            found.update(m.group(0) for m in SECRET_SHAPES.finditer(value))
+    return _worth_masking(found)
 
 
-def _may_hold(entry: Any, secrets: frozenset[str]) -> bool:
-    """False only when no string in ``entry`` can hold a secret: the usual case, checked fast.
-
-    Every pattern matches a secret in any encoding, JSON's included, so one search
-    of the entry as JSON text stands for a search of each of its strings; and no
-    pattern can match a text that has neither the secret itself nor one of the
-    marks its escaped characters start with (`_clues`), so a few substring tests
-    spare nearly every search. The string-by-string walk is left to bytes inside
-    base64 bodies, to control characters (which JSON escapes its own way) and to
-    ``\\u`` escapes written in a string (JSON doubles their backslash).
-    """
-    if not secrets:
-        return False
-    text = _text_of(entry)
-    if text is None or any(mark in text for mark in _WALK_MARKS):
-        return True
-    clues = _clues(secrets)
-    if clues is None:
-        return True
-    if not any(clue in text for clue in clues):
-        return False
-    return any(p.search(text) for p in _patterns(secrets))
-
-
-@functools.lru_cache(maxsize=128)
-def _clues(secrets: frozenset[str]) -> tuple[str, ...] | None:
-    """Substrings one of which any match of `_patterns` in JSON text contains.
-
-    A secret shows either as itself or with some characters escaped, and every
-    escape `_char_forms` knows starts with one of these marks (``\\u`` is in
-    `_WALK_MARKS`). None: a secret with a control character, always walked.
-    """
-    chars = set("".join(secrets))
-    if any(ord(c) < 0x20 for c in chars):
-        return None
-    clues = {*secrets, "%"}
-    if chars & set("&<>\"'"):
-        clues.add("&")
-    if " " in chars:
-        clues.add("+")
-    if chars & set('"\\/'):
-        clues.add("\\")
-    return tuple(sorted(clues, key=len))
-
-
-def _text_of(value: Any) -> str | None:
-    try:
-        return orjson.dumps(value).decode("utf-8")
-    except (TypeError, orjson.JSONEncodeError):
-        return None  # not JSON (a user hook's doing): take the slow, sure path
-
-
-def scrub_text(text: str, secrets: Iterable[str] = ()) -> str:
-    """A text with secret shapes and every credential seen so far in this process masked.
-
-    For what ghostrun writes besides cassettes (run logs, verdict files), where
-    a recorded model output could repeat a key the request carried.
-    """
-    with _remembered_lock:
-        known = frozenset(_remembered)
-    patterns = _patterns(known | _worth_masking(secrets))
-    return _SECRET_SHAPES.sub(MASK, _mask_text(text, patterns))
-
-
-# -- collecting --------------------------------------------------------------
+def _content_type(request: dict[str, Any]) -> str:
+    headers = request.get("headers")
+    return str(headers.get("content-type", "")) if isinstance(headers, dict) else ""
 
 
 def _header_secrets(name: str, value: str) -> set[str]:
@@ -455,13 +365,9 @@ def _basic_parts(token: str) -> set[str]:
     return {decoded, password, user}
 
 
-def _body_secrets(body: Any, *, fields: bool = True, content_type: str = "") -> frozenset[str]:
-    """Values of the credential fields of a stored body: JSON, a form, or multipart parts."""
+def _form_secrets(body: dict[str, Any], content_type: str) -> set[str]:
+    """Values of the credential parameters of a form or multipart body."""
     found: set[str] = set()
-    if not isinstance(body, dict):
-        return frozenset()
-    if fields and "json" in body:
-        _field_values(body["json"], found, inside=False)
     text = body.get("text")
     if isinstance(text, str) and _FORM.fullmatch(text.strip()):
         for name, value in parse_qsl(text.strip(), keep_blank_values=True):
@@ -472,7 +378,7 @@ def _body_secrets(body: Any, *, fields: bool = True, content_type: str = "") -> 
             if part and is_credential_param(part):
                 value = content.decode("utf-8", "replace")
                 found.update({value, value.strip()})
-    return _worth_masking(found)
+    return found
 
 
 def _stored_bytes(body: dict[str, Any]) -> bytes:
@@ -486,8 +392,19 @@ def _stored_bytes(body: dict[str, Any]) -> bytes:
         return b""
 
 
+def _json_secrets(text: str, found: set[str]) -> None:
+    """The credential fields of a string that holds JSON (``x-portkey-config``)."""
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return
+    _field_values(value, found, inside=False)
+
+
 def _field_values(value: Any, found: set[str], *, inside: bool) -> None:
+    """The values under credential fields; a JSON schema under one describes, not carries."""
     if isinstance(value, dict):
+        inside = inside and not is_schema(value)
         for key, item in value.items():
             _field_values(item, found, inside=inside or is_credential_field(str(key)))
     elif isinstance(value, list):
@@ -495,129 +412,314 @@ def _field_values(value: Any, found: set[str], *, inside: bool) -> None:
             _field_values(item, found, inside=inside)
     elif inside and isinstance(value, str | int | float) and not isinstance(value, bool):
         found.add(str(value))
+    elif isinstance(value, str) and value[:1] in ("{", "[") and len(value) > 2:
+        _json_secrets(value, found)
+
+
+def _strings(value: Any) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield str(key)
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
 
 
 def _worth_masking(values: Iterable[str]) -> frozenset[str]:
-    return frozenset(v for v in values if len(v) >= _MIN_SECRET and v != MASK)
+    return frozenset(v for v in values if v != MASK and MASK not in v and could_be_credential(v))
+
+
+# -- remembering, for what ghostrun writes besides cassettes ---------------------------
 
 
 def _remember(secrets: frozenset[str]) -> None:
-    if not secrets or secrets <= _remembered:
+    if not secrets or all(s in _remembered for s in secrets):
         return
-    with _remembered_lock:
-        if len(_remembered) + len(secrets) > _MAX_REMEMBERED:
-            _remembered.clear()
-        _remembered.update(secrets)
+    with _lock:
+        for secret in secrets:
+            _remembered.pop(secret, None)
+            _remembered[secret] = None
+        while len(_remembered) > _MAX_REMEMBERED:
+            del _remembered[next(iter(_remembered))]
 
 
-# -- matching a secret in any encoding ----------------------------------------
+def defer_secrets(request: Any) -> None:
+    """A replayed request: its secrets are collected when a scrub first needs them.
+
+    The replay path only appends; `scrub_text` (run logs, verdicts) reads them.
+    """
+    _deferred.append(request)
+    if len(_deferred) > _MAX_DEFERRED:
+        _read_deferred()
+
+
+def _read_deferred() -> None:
+    while True:
+        try:
+            request = _deferred.pop()
+        except IndexError:
+            return
+        _remember(request_secrets(request))
+
+
+def learn_hook_edits(before: Any, after: Any) -> None:
+    """Remember what the user's ``redact=`` hook changed in an entry, for `scrub_text`.
+
+    Each string it changed: the whole string and the part that changed (common
+    start and end trimmed) are replaced as it replaced them; each string it
+    removed is masked. Run logs then show what the cassette shows.
+    """
+    edits: dict[str, str] = {}
+    _diff(before, after, edits)
+    if edits:
+        with _lock:
+            _hook_edits.update(edits)
+            while len(_hook_edits) > _MAX_REMEMBERED:
+                del _hook_edits[next(iter(_hook_edits))]
+
+
+def _diff(before: Any, after: Any, edits: dict[str, str]) -> None:
+    if isinstance(before, str):
+        if not isinstance(after, str):
+            _removed(before, edits)
+        elif after != before:
+            _changed(before, after, edits)
+    elif isinstance(before, dict):
+        other = after if isinstance(after, dict) else {}
+        for key, item in before.items():
+            if key in other:
+                _diff(item, other[key], edits)
+            else:
+                _removed(item, edits)
+    elif isinstance(before, list):
+        other_items = after if isinstance(after, list) else []
+        for index, item in enumerate(before):
+            if index < len(other_items):
+                _diff(item, other_items[index], edits)
+            else:
+                _removed(item, edits)
+
+
+def _removed(value: Any, edits: dict[str, str]) -> None:
+    for text in _strings(value):
+        if len(text) >= _MIN_HOOK_EDIT and MASK not in text:
+            edits[text] = MASK
+
+
+def _changed(before: str, after: str, edits: dict[str, str]) -> None:
+    if len(before) >= _MIN_HOOK_EDIT:
+        edits[before] = after
+    start = 0
+    while start < min(len(before), len(after)) and before[start] == after[start]:
+        start += 1
+    end = 0
+    while end < min(len(before), len(after)) - start and before[-1 - end] == after[-1 - end]:
+        end += 1
+    middle = before[start : len(before) - end]
+    if len(middle) >= _MIN_HOOK_EDIT and MASK not in middle:
+        edits[middle] = after[start : len(after) - end]
+
+
+def scrub_text(text: str, secrets: Iterable[str] = ()) -> str:
+    """A text with secret shapes, every credential seen so far in this process, and what
+    the user's hook removed from cassettes masked: for run logs and verdict files."""
+    _read_deferred()
+    with _lock:
+        known = frozenset(_remembered)
+        edits = sorted(_hook_edits.items(), key=lambda item: -len(item[0]))
+    known |= _worth_masking(secrets)
+    if known and _may_hold(text, known):
+        text = mask_text(text, patterns(known))
+    text = SECRET_SHAPES.sub(MASK, text)
+    for old, new in edits:
+        if old in text:
+            text = text.replace(old, new)
+    return text
+
+
+# -- masking an entry ------------------------------------------------------------------
+
+
+def redact_entry(entry: dict[str, Any], secrets: frozenset[str]) -> dict[str, Any]:
+    """Mask secrets in an entry ``{"request": ..., "response": ...}`` (a new dict).
+
+    ``secrets`` are those of the request's headers and query (`collect_secrets`);
+    those the stored request shows itself are added (and remembered).
+    """
+    entry = dict(entry)
+    request = entry.get("request")
+    if isinstance(request, dict):
+        request = entry["request"] = _read_as_key_reads(request)
+    secrets = secrets | entry_secrets(request)
+    _remember(secrets)
+    if secrets:
+        entry = _mask_exact(entry, secrets)
+    response = entry.get("response")
+    if isinstance(response, dict):
+        entry["response"] = _mask_signed_urls(response)
+    request = entry.get("request")
+    if isinstance(request, dict):
+        body = request.get("body")
+        if isinstance(body, dict) and "json" in body and has_credential_field(body["json"]):
+            request = {**request, "body": {**body, "json": _mask_fields(body["json"])}}
+        text = _text_of(request)
+        if text is None or SHAPE_START.search(text):
+            request = _mask_shapes(request)
+        entry["request"] = request
+    return entry
+
+
+def _read_as_key_reads(request: dict[str, Any]) -> dict[str, Any]:
+    """A request whose text body is JSON, with the body stored as JSON (as the key reads it)."""
+    body = request.get("body")
+    if not (isinstance(body, dict) and len(body) == 1 and isinstance(body.get("text"), str)):
+        return request
+    text = body["text"]
+    if text[:1] not in ("{", "["):
+        return request
+    try:
+        return {**request, "body": {"json": orjson.loads(text)}}
+    except orjson.JSONDecodeError:
+        return request
+
+
+def _mask_exact(entry: dict[str, Any], secrets: frozenset[str]) -> dict[str, Any]:
+    """Mask exact secrets everywhere; a stream is searched across its chunks and events."""
+    compiled = patterns(secrets)
+    response = entry.get("response")
+    body = response.get("body") if isinstance(response, dict) else None
+    stream = isinstance(body, dict) and len(body) == 1 and next(iter(body)) in _STREAM_KINDS
+    rest = {**entry, "response": {**response, "body": None}} if stream else entry  # type: ignore[dict-item]
+    if _may_hold(rest, secrets):
+        rest = {k: _mask_part(v, compiled) for k, v in rest.items()}
+    if stream and isinstance(response, dict) and isinstance(body, dict):
+        masked, moved = _mask_stream(body, compiled)
+        rest["response"] = {**rest["response"], "body": masked}
+        if moved:
+            rest["response"]["masked_across_chunks"] = moved
+    return dict(rest)
+
+
+def _mask_stream(body: dict[str, Any], compiled: Any) -> tuple[dict[str, Any], list[int]]:
+    ((kind, chunks),) = body.items()
+    if not isinstance(chunks, list):
+        return body, []
+    if kind == "chunks_base64":
+        try:
+            data = [base64.b64decode(c, validate=True) for c in chunks]
+        except (binascii.Error, TypeError, ValueError):
+            return {kind: [_mask_value(c, compiled) for c in chunks]}, []
+        masked, moved = mask_chunks(data, compiled)
+        return {kind: [base64.b64encode(c).decode("ascii") for c in masked]}, moved
+    if not all(isinstance(c, str) for c in chunks):
+        return {kind: _mask_value(chunks, compiled)}, []
+    masked_text, moved = mask_chunks(list(chunks), compiled)
+    return {kind: masked_text}, moved
+
+
+def _may_hold(entry: Any, secrets: frozenset[str]) -> bool:
+    """False only when no string in ``entry`` can hold a secret: the usual case, checked fast.
+
+    Every pattern matches a secret in any encoding, JSON's included, so one search
+    of the entry as JSON text stands for a search of each of its strings; and no
+    pattern can match a text that has neither the secret itself nor one of the
+    marks its escaped characters start with (`_clues`), so a few substring tests
+    spare nearly every search. The string-by-string walk is left to bytes inside
+    base64 bodies, to control characters (which JSON escapes its own way) and to
+    ``\\u`` escapes written in a string (JSON doubles their backslash).
+    """
+    if not secrets:
+        return False
+    text = entry if isinstance(entry, str) else _text_of(entry)
+    if text is None or any(mark in text for mark in _WALK_MARKS):
+        return True
+    clues = _clues(secrets)
+    if clues is None:
+        return True
+    if not any(clue in text for clue in clues):
+        return False
+    return any(p.search(text) for p in patterns(secrets))
 
 
 @functools.lru_cache(maxsize=128)
-def _patterns(secrets: frozenset[str]) -> tuple[re.Pattern[str], ...]:
-    """One pattern per secret, longest first: each matches every encoding of it."""
-    ordered = sorted(secrets, key=lambda s: (-len(s), s))
-    return tuple(re.compile("".join(_char_forms(c) for c in secret)) for secret in ordered)
+def _clues(secrets: frozenset[str]) -> tuple[str, ...] | None:
+    """Substrings one of which any match of `patterns` in JSON text contains.
+
+    A secret shows either as itself (or a base64 form of it) or with some
+    characters escaped, and every escape `_mask` knows starts with one of
+    these marks (``\\u`` is in `_WALK_MARKS`). None: a secret with a control
+    character, always walked.
+    """
+    from ._mask import base64_forms
+
+    chars = set("".join(secrets))
+    if any(ord(c) < 0x20 for c in chars):
+        return None
+    clues = {*secrets, "%"}
+    for secret in secrets:
+        clues.update(base64_forms(secret))
+    if chars & set("&<>\"'") or any("+" in c or "/" in c for c in clues):
+        clues.add("&")
+    if " " in chars:
+        clues.add("+")
+    if chars & set('"\\/') or any("/" in c for c in clues):
+        clues.add("\\")
+    return tuple(sorted(clues, key=len))
 
 
-def _char_forms(char: str) -> str:
-    """A regex matching one character of a secret, plain or escaped in any common way."""
-    forms = [re.escape(char)]
-    percent = "".join(f"%{byte:02x}" for byte in char.encode("utf-8"))
-    forms.append(f"(?i:{re.escape(percent)})")
-    unicode_escape = json.dumps(char)[1:-1]  # \u00e9, or a surrogate pair
-    if not unicode_escape.startswith("\\u") and ord(char) < 0x10000:
-        unicode_escape = f"\\u{ord(char):04x}"
-    forms.append(f"(?i:{re.escape(unicode_escape)})")
-    if html.escape(char) != char:
-        forms.extend(re.escape(e) for e in (html.escape(char), f"&#{ord(char)};"))
-    if char == " ":
-        forms.append(r"\+")
-    elif char == '"':
-        forms[0] = r'\\*"'  # JSON-escaped once or more (a JSON string inside JSON)
-    elif char == "\\":
-        forms[0] = r"\\+"
-    elif char == "/":
-        forms[0] = r"\\*/"
-    return "(?:" + "|".join(forms) + ")"
+def _text_of(value: Any) -> str | None:
+    try:
+        return orjson.dumps(value).decode("utf-8")
+    except (TypeError, orjson.JSONEncodeError):
+        return None  # not JSON (a user hook's doing): take the slow, sure path
 
 
-def _mask_text(text: AnyStr, patterns: tuple[re.Pattern[str], ...]) -> AnyStr:
-    """Mask every match of every pattern; overlapping matches merge into one mask."""
-    if len(text) < _MIN_SECRET:  # no form of a secret is shorter than the secret
-        return text
-    if isinstance(text, bytes):
-        compiled: Iterable[re.Pattern[Any]] = _byte_patterns(patterns)
-        mask: Any = MASK.encode()
-    else:
-        compiled, mask = patterns, MASK
-    spans = sorted(m.span() for p in compiled for m in p.finditer(text))
-    if not spans:
-        return text
-    pieces, position = [], 0
-    for start, end in spans:
-        if end <= position:
-            continue
-        if start >= position:
-            pieces.append(text[position:start])
-            pieces.append(mask)
-        position = end
-    pieces.append(text[position:])
-    return text[:0].join(pieces)
-
-
-@functools.lru_cache(maxsize=128)
-def _byte_patterns(patterns: tuple[re.Pattern[str], ...]) -> tuple[re.Pattern[bytes], ...]:
-    return tuple(re.compile(p.pattern.encode("utf-8")) for p in patterns)
-
-
-# -- masking an entry ------------------------------------------------------------
-
-
-def _mask_part(part: Any, patterns: tuple[re.Pattern[str], ...]) -> Any:
+def _mask_part(part: Any, compiled: Any) -> Any:
     """Mask exact secrets in a request or a response; a binary body is masked as bytes."""
-    if not patterns:
-        return part
     if not isinstance(part, dict):
-        return _mask_value(part, patterns)
+        return _mask_value(part, compiled)
     return {
-        _mask_value(k, patterns): (
-            _mask_body(v, patterns) if k == "body" else _mask_value(v, patterns)
+        _mask_value(k, compiled): (
+            _mask_body(v, compiled) if k == "body" else _mask_value(v, compiled)
         )
         for k, v in part.items()
     }
 
 
-def _mask_value(value: Any, patterns: tuple[re.Pattern[str], ...]) -> Any:
+def _mask_value(value: Any, compiled: Any) -> Any:
     if isinstance(value, str):
-        return _mask_text(value, patterns)
+        return mask_text(value, compiled)
     if isinstance(value, dict):
-        return {_mask_value(k, patterns): _mask_value(v, patterns) for k, v in value.items()}
+        return {_mask_value(k, compiled): _mask_value(v, compiled) for k, v in value.items()}
     if isinstance(value, list):
-        return [_mask_value(v, patterns) for v in value]
+        return [_mask_value(v, compiled) for v in value]
     return value
 
 
-def _mask_body(body: Any, patterns: tuple[re.Pattern[str], ...]) -> Any:
+def _mask_body(body: Any, compiled: Any) -> Any:
     if not _is_binary(body):
-        return _mask_value(body, patterns)
+        return _mask_value(body, compiled)
     ((kind, value),) = body.items()
     try:
         if kind == "base64":
-            return {kind: _mask_base64(value, patterns)}
-        return {kind: [_mask_base64(chunk, patterns) for chunk in value]}
+            return {kind: _mask_base64(value, compiled)}
+        return {kind: [_mask_base64(chunk, compiled) for chunk in value]}
     except (binascii.Error, TypeError, ValueError):
-        return _mask_value(body, patterns)  # not base64 after all: mask it as text
+        return _mask_value(body, compiled)  # not base64 after all: mask it as text
 
 
-def _mask_base64(value: str, patterns: tuple[re.Pattern[str], ...]) -> str:
+def _mask_base64(value: str, compiled: Any) -> str:
     data = base64.b64decode(value, validate=True)
-    return base64.b64encode(_mask_text(data, patterns)).decode("ascii")
+    return base64.b64encode(mask_text(data, compiled)).decode("ascii")
 
 
 def _mask_fields(value: Any, *, inside: bool = False) -> Any:
-    """Mask every value under a credential field of a JSON body."""
+    """Mask every value under a credential field of a JSON body (a schema under one stays)."""
     if isinstance(value, dict):
+        inside = inside and not is_schema(value)
         return {
             k: _mask_fields(v, inside=inside or is_credential_field(str(k)))
             for k, v in value.items()
@@ -633,12 +735,40 @@ def _mask_shapes(value: Any) -> Any:
     if _is_binary(value):
         return value
     if isinstance(value, str):
-        return _SECRET_SHAPES.sub(MASK, value)
+        return SECRET_SHAPES.sub(MASK, value)
     if isinstance(value, dict):
         return {k: _mask_shapes(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_mask_shapes(v) for v in value]
     return value
+
+
+def _mask_signed_urls(response: dict[str, Any]) -> dict[str, Any]:
+    """Credential parameters of a kept ``location`` and of URLs in a redirect's body."""
+    headers = response.get("headers")
+    if isinstance(headers, dict) and any(h in headers for h in _URL_HEADERS):
+        headers = {k: _mask_url_params(v) if k in _URL_HEADERS else v for k, v in headers.items()}
+        response = {**response, "headers": headers}
+    status = response.get("status")
+    body = response.get("body")
+    if isinstance(status, int) and 300 <= status < 400 and not _is_binary(body):
+        response = {**response, "body": _mask_url_params(body)}
+    return response
+
+
+def _mask_url_params(value: Any) -> Any:
+    if isinstance(value, str):
+        return _URL_PARAM.sub(_masked_param, value) if "=" in value else value
+    if isinstance(value, dict):
+        return {k: _mask_url_params(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_mask_url_params(v) for v in value]
+    return value
+
+
+def _masked_param(match: re.Match[str]) -> str:
+    name = match.group(1)
+    return f"{name}={MASK}" if is_credential_param(name) else match.group(0)
 
 
 def _is_binary(body: Any) -> bool:

@@ -17,6 +17,7 @@ engine in ``_intercept._engine`` drives `Session.describe`, `Session.plan` and
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 import inspect
 import os
@@ -28,7 +29,7 @@ from types import ModuleType, TracebackType
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl
 
-from ._cassette import Cassette, Recording, encode_body, encode_response, read_run
+from ._cassette import Cassette, Recording, encode_response, read_run
 from ._config import block_network_default, settings
 from ._exceptions import CacheMiss
 from ._files import ensure_dir
@@ -36,6 +37,7 @@ from ._hosts import PROVIDER_HOSTS, HostMatcher
 from ._keys import canonical_body, canonical_url, match_key, split_field_paths
 from ._lock import cassette_lock
 from ._modes import Mode, parse_mode, resolve_mode
+from ._redact import defer_secrets
 from ._telemetry import TELEMETRY_URLS, UrlList
 
 __all__ = ["Session", "bypass_interception", "current_session", "passing_through", "session"]
@@ -318,6 +320,7 @@ class Session:
                 self._cursor[key] = index + 1
                 self.replayed += 1
                 self.trail.append((key, "replayed"))
+                defer_secrets(info)  # its secrets are still scrubbed from run logs
                 return replies[min(index, len(replies) - 1)]
             if self.mode is Mode.REPLAY:
                 self.trail.append((key, "missed"))
@@ -391,11 +394,41 @@ class Session:
         return cassette.response(positions[-1]).transient
 
     def _entry(self, info: RequestInfo, recording: Recording) -> dict[str, Any]:
+        from ._redact import keep_response_header
+
+        response = encode_response(
+            Recording(
+                recording.status,
+                [(k, v) for k, v in recording.headers if keep_response_header(k)],
+                recording.body,
+                recording.chunks,
+                recording.stream_error,
+            ),
+            _content_type(recording.headers),
+        )
+        return self._redacted(info, response)
+
+    def stored_request(self, info: RequestInfo) -> dict[str, Any]:
+        """The request as its cassette would store it: what a miss diff compares.
+
+        The user's hook sees it with an empty response; if the hook fails on
+        that, the body is not shown rather than shown unredacted.
+        """
+        try:
+            request: dict[str, Any] = self._redacted(info, {})["request"]
+        except Exception as exc:  # the user's hook, on an entry it was not written for
+            note = f"(not shown: the redact hook raised {type(exc).__name__} on it)"
+            return {"body": {"text": note}}
+        return request
+
+    def _redacted(self, info: RequestInfo, response: dict[str, Any]) -> dict[str, Any]:
+        """An entry with every credential masked, then the user's hook applied."""
         from ._redact import (
             collect_secrets,
             keep_request_header,
-            keep_response_header,
+            learn_hook_edits,
             redact_entry,
+            request_body,
         )
 
         entry = {
@@ -403,26 +436,19 @@ class Session:
                 "method": info.method,
                 "url": info.url,
                 "headers": {k: v for k, v in info.headers if keep_request_header(k)},
-                "body": encode_body(info.body, info.content_type),
+                "body": request_body(info.body, info.content_type),
             },
-            "response": encode_response(
-                Recording(
-                    recording.status,
-                    [(k, v) for k, v in recording.headers if keep_response_header(k)],
-                    recording.body,
-                    recording.chunks,
-                    recording.stream_error,
-                ),
-                _content_type(recording.headers),
-            ),
+            "response": response,
         }
         secrets = collect_secrets(info.headers, info.query)
         entry = redact_entry(entry, secrets)
-        if self.redact is not None:
-            scrubbed = self.redact(entry)  # returns the entry, or None if it edited in place
-            # The hook may not reintroduce a secret.
-            entry = redact_entry(entry if scrubbed is None else scrubbed, secrets)
-        return entry
+        if self.redact is None:
+            return entry
+        before = copy.deepcopy(entry)
+        scrubbed = self.redact(entry)  # returns the entry, or None if it edited in place
+        entry = entry if scrubbed is None else scrubbed
+        learn_hook_edits(before, entry)  # run logs then show what the cassette shows
+        return redact_entry(entry, secrets)  # the hook may not reintroduce a secret
 
     def _write_failed(self, exc: Exception) -> None:
         """A response could not be written: handed on anyway, ``exc`` raised at exit.

@@ -593,10 +593,10 @@ def test_secret_shapes_in_the_prompt_are_masked(
     shapes = [
         "sk-proj-" + "A1b2C3d4" * 4,
         "sk-ant-api03-" + "x9" * 20,
-        "gsk_" + "Q" * 40,
+        "gsk_" + "Q1w2E3r4T5" * 4,
         "AIzaSy" + "D" * 33,
         "AKIA" + "IOSFODNN7EXAMPLE",
-        "ghp_" + "z" * 36,
+        "ghp_" + "z9Y8x7W6v5" * 4,
         "eyJ" + "hbGciOiJIUzI1NiJ9." + "eyJ" + "zdWIiOiIxMjMifQ.c2lnbmF0dXJlLXNpZ25hdHVyZQ",
     ]
     prompt = "Why does this fail? " + " ".join(shapes) + " Bearer abcdef0123456789"
@@ -613,9 +613,10 @@ def test_secret_shapes_in_the_prompt_are_masked(
     assert (
         stored_prompt == "Why does this fail? " + " ".join([MASK] * len(shapes)) + f" Bearer {MASK}"
     )
-    # A response is replayed verbatim: only credentials the request carried are masked there.
+    # A shape the prompt carried is a credential the request carried: the echo goes too.
     reply = only_cassette(cassette_dir)["responses"][0]["body"]["json"]["choices"][0]["message"]
-    assert shapes[0] in reply["content"]
+    assert reply["content"] == "Echo: " + stored_prompt
+    assert_not_on_disk(cassette_dir, [*shapes, "abcdef0123456789"])
 
 
 # -- the masking rules as pure functions ---------------------------------------------
@@ -629,9 +630,9 @@ SIGV4 = (
 COLLECTED = [
     pytest.param([("authorization", "Bearer tok-0123456789")], [], {"tok-0123456789"}, id="bearer"),
     pytest.param(
-        [("authorization", "Basic " + base64.b64encode(b"svc-user:pa55word!").decode())],
+        [("authorization", "Basic " + base64.b64encode(b"svc-user:pa55word!-2026").decode())],
         [],
-        {"pa55word!", "svc-user", "svc-user:pa55word!"},
+        {"pa55word!-2026", "svc-user:pa55word!-2026"},
         id="basic",
     ),
     pytest.param(
@@ -641,15 +642,15 @@ COLLECTED = [
         id="sigv4",
     ),
     pytest.param(
-        [("cookie", "theme=dark; session=abc;def=ghi123")],
+        [("cookie", "theme=dark; session=abc;def=ghi123456789")],
         [],
-        {"abc;def=ghi123", "ghi123"},
+        {"abc;def=ghi123456789", "ghi123456789"},
         id="cookie",
     ),
     pytest.param(
-        [("X-Goog-Api-Key", "AIza-0123456789"), ("x-vendor-token", "vendor-0123")],
+        [("X-Goog-Api-Key", "AIza-0123456789"), ("x-vendor-token", "vendor-0123456")],
         [],
-        {"AIza-0123456789", "vendor-0123"},
+        {"AIza-0123456789", "vendor-0123456"},
         id="by header name words",
     ),
     pytest.param(
@@ -667,7 +668,7 @@ def test_collect_secrets(
 ) -> None:
     found = collect_secrets(headers, query)
     assert expected <= found
-    assert not {"dark", "theme=dark", "plain-q", "Bearer", "Basic"} & found
+    assert not {"dark", "theme=dark", "plain-q", "Bearer", "Basic", "svc-user"} & found
 
 
 def test_harmless_headers_are_not_credentials() -> None:

@@ -1,0 +1,302 @@
+"""Finding exact secrets in any encoding, in a text or a stream, and masking them.
+
+A secret is matched plain, URL-encoded (``%2F``, ``+``), JSON-escaped once or
+more (``\\"``, ``\\u0041``), HTML-escaped, and base64-encoded (at any of the
+three alignments inside a longer base64 text). Where two matches overlap,
+both go under one mask.
+
+A stream is searched as the provider and the SDK see it: as the joined text
+of its chunks (a secret cut in two by TCP), and as the joined text of each
+JSON string field across its events (a key a model repeats over two delta
+events, ``"content": "sk-pr"`` then ``"content": "oj-…"``). The chunks are
+stored back in their boundaries: a boundary that fell inside a masked
+secret moves to the end of the mask, and the caller is told which moved.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import html
+import itertools
+import json
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any, AnyStr
+
+import orjson
+
+__all__ = [
+    "MASK",
+    "base64_forms",
+    "mask_chunks",
+    "mask_text",
+    "patterns",
+    "spans",
+]
+
+MASK = "[REDACTED]"
+_MIN_FORM = 8  # no form of a secret worth masking is shorter
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_AFTER_TOKEN = re.compile(r"\s*:")
+
+Patterns = tuple[re.Pattern[str], ...]
+Edit = tuple[int, int, Any]  # start, end, replacement
+
+
+# -- the patterns ----------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=256)
+def patterns(secrets: frozenset[str]) -> Patterns:
+    """One pattern per secret and per base64 form of it, longest first."""
+    forms = {form for secret in secrets for form in (secret, *base64_forms(secret))}
+    ordered = sorted(forms, key=lambda s: (-len(s), s))
+    return tuple(_pattern(form) for form in ordered)
+
+
+@functools.lru_cache(maxsize=4096)
+def _pattern(secret: str) -> re.Pattern[str]:
+    return re.compile("".join(_char_forms(c) for c in secret))
+
+
+@functools.lru_cache(maxsize=4096)
+def base64_forms(secret: str) -> tuple[str, ...]:
+    """The base64 text of a secret, standard and URL-safe, at the three alignments.
+
+    Inside a longer base64 text (``user:secret`` encoded) only the characters
+    that depend on the secret's bytes alone are fixed: those are the forms.
+    """
+    data = secret.encode("utf-8")
+    forms: set[str] = set()
+    for pad in range(3):
+        encoded = base64.b64encode(b"\0" * pad + data).decode("ascii")
+        start = (pad * 8 + 5) // 6  # the characters holding a pad byte's bits
+        end = (pad + len(data)) * 8 // 6  # the last character may hold the next byte's bits
+        core = encoded[start:end]
+        if pad == 0:
+            forms.add(encoded)
+        forms.add(core)
+    forms |= {f.replace("+", "-").replace("/", "_") for f in forms}
+    return tuple(sorted(f for f in forms if len(f) >= _MIN_FORM and f != secret))
+
+
+def _char_forms(char: str) -> str:
+    """A regex matching one character of a secret, plain or escaped in any common way."""
+    forms = [re.escape(char)]
+    percent = "".join(f"%{byte:02x}" for byte in char.encode("utf-8"))
+    forms.append(f"(?i:{re.escape(percent)})")
+    unicode_escape = json.dumps(char)[1:-1]  # \u00e9, or a surrogate pair
+    if not unicode_escape.startswith("\\u") and ord(char) < 0x10000:
+        unicode_escape = f"\\u{ord(char):04x}"
+    # An escape inside JSON text inside a JSON string has its backslash doubled (or more).
+    forms.append("(?i:" + re.escape(unicode_escape).replace(r"\\u", r"\\+u") + ")")
+    if html.escape(char) != char:
+        forms.extend(re.escape(e) for e in (html.escape(char), f"&#{ord(char)};"))
+    if char == " ":
+        forms.append(r"\+")
+    elif char == '"':
+        forms[0] = r'\\*"'  # JSON-escaped once or more (a JSON string inside JSON)
+    elif char == "\\":
+        forms[0] = r"\\+"
+    elif char == "/":
+        forms[0] = r"\\*/"
+    return "(?:" + "|".join(forms) + ")"
+
+
+@functools.lru_cache(maxsize=256)
+def _byte_patterns(compiled: Patterns) -> tuple[re.Pattern[bytes], ...]:
+    return tuple(re.compile(p.pattern.encode("utf-8")) for p in compiled)
+
+
+# -- a text ------------------------------------------------------------------------
+
+
+def spans(text: AnyStr, compiled: Patterns) -> list[tuple[int, int]]:
+    """Where any pattern matches, overlapping matches merged, in order."""
+    if isinstance(text, bytes):
+        found = sorted(m.span() for p in _byte_patterns(compiled) for m in p.finditer(text))
+    else:
+        found = sorted(m.span() for p in compiled for m in p.finditer(text))
+    merged: list[tuple[int, int]] = []
+    for start, end in found:
+        if merged and start < merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def mask_text(text: AnyStr, compiled: Patterns) -> AnyStr:
+    """Mask every match of every pattern; overlapping matches merge into one mask."""
+    if len(text) < _MIN_FORM or not compiled:
+        return text
+    found = spans(text, compiled)
+    if not found:
+        return text
+    mask: Any = MASK.encode() if isinstance(text, bytes) else MASK
+    return _edited(text, [(start, end, mask) for start, end in found])
+
+
+def _edited(text: AnyStr, edits: Sequence[Edit]) -> AnyStr:
+    pieces, position = [], 0
+    for start, end, replacement in edits:
+        pieces.append(text[position:start])
+        pieces.append(replacement)
+        position = end
+    pieces.append(text[position:])
+    return text[:0].join(pieces)
+
+
+# -- a stream ----------------------------------------------------------------------
+
+
+def mask_chunks(chunks: list[AnyStr], compiled: Patterns) -> tuple[list[AnyStr], list[int]]:
+    """Mask a stream's chunks as one text, then its events' string fields across events.
+
+    Returns the chunks, in their boundaries where the mask allows, and the
+    indices of the chunks whose start moved (to the end of a mask).
+    """
+    if not chunks or not compiled:
+        return chunks, []
+    joined = chunks[0][:0].join(chunks)
+    edits: list[Edit] = [
+        (s, e, MASK.encode() if isinstance(joined, bytes) else MASK)
+        for s, e in spans(joined, compiled)
+    ]
+    chunks, moved = _split_edited(chunks, joined, edits)
+    if isinstance(joined, str):
+        joined = "".join(chunks)  # type: ignore[arg-type]
+        across = _across_events(joined, compiled)
+        if across:
+            chunks, more = _split_edited(chunks, joined, across)
+            moved = sorted({*moved, *more})
+    return chunks, moved
+
+
+def _split_edited(
+    chunks: list[AnyStr], joined: AnyStr, edits: Sequence[Edit]
+) -> tuple[list[AnyStr], list[int]]:
+    """Apply edits to the joined text and cut it again where each chunk ended."""
+    if not edits:
+        return chunks, []
+    text = _edited(joined, edits)
+    cuts, moved, offset, shift = [], [], 0, 0
+    pending = iter(edits)
+    edit = next(pending, None)
+    for index, chunk in enumerate(chunks[:-1], start=1):
+        offset += len(chunk)
+        while edit is not None and edit[1] <= offset:
+            shift += len(edit[2]) - (edit[1] - edit[0])
+            edit = next(pending, None)
+        if edit is not None and edit[0] < offset < edit[1]:
+            cuts.append(edit[0] + shift + len(edit[2]))  # inside a mask: after it
+            moved.append(index)
+        else:
+            cuts.append(offset + shift)
+    bounds = [0, *cuts, len(text)]
+    return [text[a:b] for a, b in itertools.pairwise(bounds)], moved
+
+
+def _across_events(joined: str, compiled: Patterns) -> list[Edit]:
+    """Edits masking secrets that only the joined string fields of several events show."""
+    groups: dict[tuple[Any, ...], list[tuple[int, int, str]]] = {}
+    for offset, payload in _documents(joined):
+        for path, span, value in _string_fields(payload):
+            groups.setdefault(path, []).append((offset + span[0], offset + span[1], value))
+    edits: list[Edit] = []
+    for pieces in groups.values():
+        if len(pieces) > 1:
+            edits += _group_edits(joined, pieces, compiled)
+    return sorted(edits)
+
+
+def _documents(joined: str) -> Iterable[tuple[int, str]]:
+    """Each JSON document of a stream: an SSE ``data:`` line, an NDJSON line, or the whole
+    text when it is one JSON array (Gemini's stream without ``alt=sse``)."""
+    stripped = joined.lstrip()
+    if stripped.startswith("[") and "\ndata:" not in joined:
+        yield len(joined) - len(stripped), stripped
+        return
+    offset = 0
+    for line in joined.split("\n"):
+        start = offset
+        offset += len(line) + 1
+        if line.startswith("data:"):
+            start, line = start + 5, line[5:]
+        body = line.strip()
+        if body[:1] in ("{", "["):
+            yield start + (len(line) - len(line.lstrip())), body
+
+
+def _string_fields(payload: str) -> list[tuple[tuple[Any, ...], tuple[int, int], str]]:
+    """(path, span of its token in ``payload``, value) of each JSON string value, in order.
+
+    A path carries the ``index`` fields of the objects on the way (``choices[].index``,
+    Anthropic's block ``index``), so parallel choices or blocks are never joined.
+    """
+    try:
+        value = orjson.loads(payload)
+    except orjson.JSONDecodeError:
+        return []
+    leaves: list[tuple[tuple[Any, ...], str]] = []
+    _leaves(value, (), leaves, top=True)
+    tokens = [m for m in _JSON_STRING.finditer(payload) if not _AFTER_TOKEN.match(payload, m.end())]
+    if len(tokens) != len(leaves):
+        return []  # a duplicate key: no sure map from values to tokens
+    return [(path, m.span(), text) for (path, text), m in zip(leaves, tokens, strict=True)]
+
+
+def _leaves(
+    value: Any, path: tuple[Any, ...], out: list[tuple[tuple[Any, ...], str]], *, top: bool = False
+) -> None:
+    if isinstance(value, dict):
+        marks = tuple((k, v) for k, v in value.items() if k.endswith("index") and type(v) is int)
+        for key, item in value.items():
+            _leaves(item, (*path, *marks, key), out)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):  # a top array's elements are its events
+            _leaves(item, path if top else (*path, index), out)
+    elif isinstance(value, str):
+        out.append((path, value))
+
+
+def _group_edits(joined: str, pieces: list[tuple[int, int, str]], compiled: Patterns) -> list[Edit]:
+    """Mask each secret of one field's joined text in the pieces it spans (two or more)."""
+    text = "".join(value for _s, _e, value in pieces)
+    found = [s for s in spans(text, compiled) if not _within_one(s, pieces)]
+    if not found:
+        return []
+    edits: list[Edit] = []
+    offset = 0
+    for start, end, value in pieces:
+        lo, hi = offset, offset + len(value)
+        offset = hi
+        touched = [(a, b) for a, b in found if a < hi and b > lo]
+        if not touched:
+            continue
+        new, position = [], lo
+        for a, b in touched:
+            if a >= position:
+                new.append(text[position:a])
+                new.append(MASK)
+            position = max(position, min(b, hi))
+        new.append(text[position:hi])
+        token = joined[start:end]
+        if orjson.loads(token) != value:
+            continue  # never write a token whose value was not what was read
+        edits.append((start, end, _encoded("".join(new), ascii_only=token.isascii())))
+    return edits
+
+
+def _within_one(span: tuple[int, int], pieces: list[tuple[int, int, str]]) -> bool:
+    offset = 0
+    for _s, _e, value in pieces:
+        if offset <= span[0] and span[1] <= offset + len(value):
+            return True
+        offset += len(value)
+    return False
+
+
+def _encoded(value: str, *, ascii_only: bool) -> str:
+    return json.dumps(value) if ascii_only else orjson.dumps(value).decode("utf-8")
