@@ -205,7 +205,7 @@ def is_credential_header(name: str) -> bool:
     """A request header whose value carries a credential.
 
     Headers are never part of the key, so here the rule is also applied to
-    each word of the name (``helicone-auth``, ``x-auth-token-id``): a header
+    each ``-``-separated word of the name (``helicone-auth``): a header
     taken for a credential wrongly costs nothing.
     """
     squashed = squash(name)
@@ -213,7 +213,7 @@ def is_credential_header(name: str) -> bool:
         return False
     if squashed in EXTRA_HEADERS or is_credential_name(squashed):
         return True
-    return any(is_credential_name(word) for word in re.split(r"[-_]", name.lower()) if word)
+    return any(is_credential_name(squash(word)) for word in name.split("-") if word)
 
 
 def is_schema(value: Any) -> bool:

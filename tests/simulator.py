@@ -19,6 +19,7 @@ import contextlib
 import dataclasses
 import gzip
 import hashlib
+import html
 import json
 import re
 import socket
@@ -34,7 +35,7 @@ from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 __all__ = ["ProviderSimulator", "RawReply", "ReceivedRequest"]
 
@@ -186,6 +187,14 @@ class ProviderSimulator:
       extra_response_headers: added to every response.
       echo_auth: append the received credential to reply texts.
       raw_replies: exact replies by name, served at ``/raw/<name>`` (see `RawReply`).
+
+    Hostile settings (see "hostile echoes" below), for the secrets tests:
+      delta_pieces: ``f(text) -> pieces`` splits a streamed reply into delta
+        events (default: word by word), so a key can span two events.
+      rechunk: ``f(events) -> chunks`` re-cuts a stream's bytes before they
+        are written, as TCP may (inside an event, inside a character).
+      signed_params: query parameters of the signed URL ``/hostile/redirect``
+        sends its client to.
     """
 
     def __init__(self, *, models: Iterable[str] = DEFAULT_OLLAMA_MODELS) -> None:
@@ -200,6 +209,9 @@ class ProviderSimulator:
         self.extra_response_headers: dict[str, str] = {}
         self.raw_replies: dict[str, RawReply] = {}
         self.echo_auth = False
+        self.delta_pieces: Callable[[str], list[str]] | None = None
+        self.rechunk: Callable[[list[bytes]], list[bytes]] | None = None
+        self.signed_params: dict[str, str] = {}
         self._lock = threading.Lock()
         self._requests: list[ReceivedRequest] = []
         self._faults: list[_Fault] = []
@@ -356,6 +368,8 @@ class ProviderSimulator:
         reply = self._dispatch(request, seq)
         if reply.events is not None:
             reply.break_after = self._take_stream_break()
+            if self.rechunk is not None:
+                reply.events = self.rechunk(reply.events)
         reply.headers = {
             "x-request-id": f"req_sim{seq:04d}",
             "request-id": f"req_sim{seq:04d}",
@@ -449,7 +463,7 @@ class ProviderSimulator:
             ]
         else:
             chunks = [chunk({"role": "assistant", "content": "", "refusal": None})]
-            chunks += [chunk({"content": piece}) for piece in _pieces(turn.text)]
+            chunks += [chunk({"content": piece}) for piece in self._text_pieces(turn.text)]
         if call.request.path.startswith("/openai/"):
             chunks[0]["x_groq"] = {"id": f"req_sim{call.seq:04d}"}
         chunks.append(chunk({}, finish))
@@ -558,7 +572,7 @@ class ProviderSimulator:
             pieces = _pieces(turn.arguments)
         else:
             start, delta_key, delta_type = _text_block(""), "text", "text_delta"
-            pieces = _pieces(turn.text)
+            pieces = self._text_pieces(turn.text)
         opening = {**message, "usage": {**message["usage"], "output_tokens": 1}}
         events = [
             ("message_start", {"message": opening}),
@@ -731,6 +745,23 @@ class ProviderSimulator:
         reply = _Reply(content_type="application/vnd.amazon.eventstream", events=frames)
         return _aws_request_id(reply, call.seq)
 
+    # -- hostile echoes: what a careless upstream does with credentials --------------
+
+    def _text_pieces(self, text: str) -> list[str]:
+        """A streamed reply's delta texts: word by word, or as the test cuts them."""
+        return self.delta_pieces(text) if self.delta_pieces is not None else _pieces(text)
+
+    def _redirect(self, call: _Call) -> _Reply:
+        """A 302 to a server-signed URL, named in ``location`` and in an HTML body."""
+        url = self.url("/hostile/landing") + "?" + urlencode(self.signed_params)
+        body = f'<html><body><a href="{html.escape(url)}">Found</a></body></html>'
+        return _Reply(
+            status=302, body=body.encode(), content_type="text/html", headers={"location": url}
+        )
+
+    def _landing(self, call: _Call) -> _Reply:
+        return _json({"downloaded": True, "params": sorted(call.request.query)})
+
     # -- pass-through helpers ----------------------------------------------------
 
     def _plain(self, call: _Call) -> _Reply:
@@ -768,6 +799,8 @@ _ROUTES: list[tuple[str, re.Pattern[str], Callable[[ProviderSimulator, _Call], _
             r"/model/(?P<model>[^/]+)/invoke-with-response-stream",
             ProviderSimulator._bedrock_invoke_stream,
         ),
+        ("GET", r"/hostile/redirect", ProviderSimulator._redirect),
+        ("GET", r"/hostile/landing", ProviderSimulator._landing),
         ("GET", r"/plain", ProviderSimulator._plain),
         ("GET", r"/echo-json", ProviderSimulator._echo_json),
     ]
