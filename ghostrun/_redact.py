@@ -280,9 +280,11 @@ def collect_secrets(
 
 
 def request_secrets(request: Any) -> frozenset[str]:
-    """Every credential a request (a `RequestInfo`) carried, wherever it was."""
+    """Every credential a request (a `RequestInfo`) carried, wherever it was (remembered)."""
     part = {"url": request.url, "body": request_body(request.body, request.content_type)}
-    return collect_secrets(request.headers, request.query) | entry_secrets(part)
+    secrets = collect_secrets(request.headers, request.query) | entry_secrets(part)
+    _remember(secrets)
+    return secrets
 
 
 def request_body(body: bytes, content_type: str) -> dict[str, Any]:
@@ -462,7 +464,7 @@ def _read_deferred() -> None:
             request = _deferred.pop()
         except IndexError:
             return
-        _remember(request_secrets(request))
+        request_secrets(request)
 
 
 def learn_hook_edits(before: Any, after: Any) -> None:

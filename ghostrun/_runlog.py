@@ -191,7 +191,7 @@ class RunLog:
             _add_new(test["ignore_fields"], session.ignore_fields)
             log["cassettes_used"].update(session.used_keys)
             for miss in session.misses[missed:]:
-                log["misses"].append({"test": name, "message": str(miss)})
+                log["misses"].append({"test": name, "message": _scrub(str(miss))})
 
     def verdict(self, key: str, directory: Path) -> None:
         with self._lock:
@@ -387,6 +387,13 @@ def _with_previous(document: dict[str, Any], path: Path) -> dict[str, Any]:
     return {**document, "previous": previous}
 
 
+def _scrub(text: str) -> str:
+    """Credentials, secret shapes and what the user's hook removed, masked (DESIGN §4)."""
+    from ._redact import scrub_text
+
+    return scrub_text(text)
+
+
 def _test(log: dict[str, Any], name: str, alias: str | None) -> dict[str, Any]:
     test: dict[str, Any] | None = log["tests"].get(name)
     if test is None:
@@ -451,7 +458,6 @@ def record_assertion(
     judge: str | None = None,
 ) -> None:
     """Called for every assertion outcome, passed or failed."""
-    from ._redact import scrub_text
     from ._session import current_session
 
     found = current_session()
@@ -461,10 +467,10 @@ def record_assertion(
     _log.assertion(
         where,
         kind=kind,
-        criterion=scrub_text(criterion),
-        text=scrub_text(text),
+        criterion=_scrub(criterion),
+        text=_scrub(text),
         passed=passed,
-        reason=scrub_text(reason),
+        reason=_scrub(reason),
         judge=judge,
     )
     _arm_atexit()

@@ -480,8 +480,10 @@ class Session:
 
     def _miss(self, info: RequestInfo) -> CacheMiss:
         from ._miss import describe_miss
+        from ._redact import request_secrets, scrub_text
 
-        return self.book(CacheMiss(describe_miss(info, self, self._ignore)))
+        request_secrets(info)  # remembered: the message, and run logs, are scrubbed of them
+        return self.book(CacheMiss(scrub_text(describe_miss(info, self, self._ignore))))
 
 
 session = Session

@@ -14,6 +14,7 @@ import base64
 import contextlib
 import dataclasses
 import html
+import itertools
 import json
 import secrets as random_secrets
 import uuid
@@ -32,7 +33,7 @@ import openai
 import pytest
 from google import genai
 from google.genai import types as genai_types
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 from simulator import ProviderSimulator
 
@@ -790,11 +791,22 @@ def test_redact_hook_cannot_reintroduce_a_secret(
 
 # -- the property: no random secret, wherever it travels, reaches disk -------------------
 
-SECRET = st.text(
+from ghostrun._credentials import could_be_credential  # noqa: E402
+
+# Secrets that could be credentials (shorter ones are never masked in a response, by
+# design): ASCII for headers, any text for query and body carriers.
+ASCII_SECRET = st.text(
     st.characters(min_codepoint=0x21, max_codepoint=0x7E, exclude_characters="[]"),
-    min_size=8,
+    min_size=12,
     max_size=40,
-)
+).filter(could_be_credential)
+ANY_SECRET = st.text(
+    st.characters(min_codepoint=0x21, max_codepoint=0x7E, exclude_characters="[]")
+    | st.characters(min_codepoint=0xA1, max_codepoint=0x2FFF, categories=["L", "N", "S", "P"])
+    | st.sampled_from(["😀", "€", "é", "ß", "\u00e9"]),
+    min_size=12,
+    max_size=40,
+).filter(could_be_credential)
 # Where a secret travels: a credential header, a credential query parameter, or
 # a credential field of the JSON body.
 CARRIERS = [
@@ -828,7 +840,42 @@ class Placed:
     copy_in_query: bool  # ... and as an ordinary query parameter
 
 
-PLACED = st.builds(Placed, SECRET, st.sampled_from(CARRIERS), PATH, st.booleans(), st.booleans())
+PLACED = st.builds(
+    Placed,
+    ASCII_SECRET,
+    st.sampled_from([c for c in CARRIERS if c.startswith("header:")]),
+    PATH,
+    st.booleans(),
+    st.booleans(),
+) | st.builds(
+    Placed,
+    ANY_SECRET,
+    st.sampled_from([c for c in CARRIERS if not c.startswith("header:")]),
+    PATH,
+    st.booleans(),
+    st.booleans(),
+)
+
+
+@dataclass(frozen=True)
+class Cuts:
+    """Where a stream is cut: TCP chunk boundaries, and delta events of the reply."""
+
+    chunks: list[float]  # fractions of the stream's bytes
+    deltas: list[float]  # fractions of the reply text
+
+    def rechunk(self, events: list[bytes]) -> list[bytes]:
+        data = b"".join(events)
+        at = sorted({0, *(int(f * len(data)) for f in self.chunks), len(data)})
+        return [data[a:b] for a, b in itertools.pairwise(at) if b > a]
+
+    def pieces(self, text: str) -> list[str]:
+        at = sorted({0, *(int(f * len(text)) for f in self.deltas), len(text)})
+        return [text[a:b] for a, b in itertools.pairwise(at) if b > a]
+
+
+FRACTIONS = st.lists(st.floats(min_value=0, max_value=1), max_size=6)
+CUTS = st.builds(Cuts, FRACTIONS, FRACTIONS)
 
 
 def _nest(path: list[str | int], leaf: Any) -> Any:
@@ -869,32 +916,37 @@ def _build_request(
 
 
 @settings(
-    max_examples=40,
+    max_examples=60,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],  # a failure prints its example
 )
 @given(
     placed=st.lists(PLACED, min_size=1, max_size=4, unique_by=lambda p: p.carrier.split("-")[0]),
     stream=st.booleans(),
+    cuts=CUTS,
 )
 def test_property_no_random_secret_reaches_disk(
     provider: ProviderSimulator,
     tmp_path_factory: pytest.TempPathFactory,
     placed: list[Placed],
     stream: bool,
+    cuts: Cuts,
 ) -> None:
     leaks = [p.secret for p in placed]
+    provider.rechunk, provider.delta_pieces = cuts.rechunk, cuts.pieces
     # Hypothesis also tries words from the source ("response", "content-type"):
     # a "secret" the cassette format spells anyway proves nothing, so skip it.
     shadow = [dataclasses.replace(p, secret=uuid.uuid4().hex) for p in placed]
     shadow_dir, _ = _record_placed(provider, tmp_path_factory, shadow, stream)
     written = b"".join(blob for path in written_files(shadow_dir) for blob in blobs(path))
-    assume(not any(form.encode() in written for s in leaks for form in encoded_forms(s)))
+    assume(not any(form.encode() in written for s in leaks for form in _all_forms(s)))
 
     directory, sent = _record_placed(provider, tmp_path_factory, placed, stream)
+    said = _said(sent) if stream else json.loads(sent)["choices"][0]["message"]["content"]
     for secret in leaks:
-        assert secret in sent or json.dumps(secret)[1:-1] in sent
-    assert_not_on_disk(directory, leaks)
+        assert secret in said  # the provider really did echo each secret
+    assert_nothing_of(directory, leaks)
 
     headers, params, body = _build_request(placed, stream, with_credentials=False)
     with (
@@ -903,6 +955,38 @@ def test_property_no_random_secret_reaches_disk(
     ):
         client.post(provider.url("/v1/chat/completions"), params=params, headers=headers, json=body)
     assert session.replayed == 1
+
+
+def _said(stream: str) -> str:
+    """The text a chat stream's delta events spell."""
+    events = [line[6:] for line in stream.splitlines() if line.startswith("data: {")]
+    return "".join(
+        choice["delta"].get("content") or ""
+        for event in events
+        for choice in json.loads(event)["choices"]
+    )
+
+
+def _hostile_echo(leaks: list[str]) -> Callable[[Any], str]:
+    """A reply repeating each secret plain, in JSON inside JSON, and base64-encoded."""
+
+    def reply(body: Any) -> str:
+        forms = []
+        for secret in leaks:
+            twice = json.dumps(json.dumps({"api_key": secret}))  # \\u escapes, doubled
+            forms += [secret, twice, base64.b64encode(f"u:{secret}".encode()).decode()]
+        return "I saw " + " and ".join(forms)
+
+    return reply
+
+
+def _all_forms(secret: str) -> set[str]:
+    from ghostrun._mask import base64_forms
+
+    forms = set(encoded_forms(secret)) | set(base64_forms(secret))
+    for piece in fragments(secret):
+        forms |= encoded_forms(piece)
+    return forms
 
 
 def _record_placed(
@@ -914,8 +998,9 @@ def _record_placed(
     """Record one request carrying (and echoing) the placed secrets: the directory and reply."""
     leaks = [p.secret for p in placed]
     provider.echo_auth = True
-    provider.reply = _echo(leaks)
-    provider.extra_response_headers = {"x-request-id": f"req_{leaks[0]}"}
+    provider.reply = _hostile_echo(leaks)
+    header_safe = [leak for leak in leaks if leak.isascii()] or ["none"]
+    provider.extra_response_headers = {"x-request-id": f"req_{header_safe[0]}"}
     headers, params, body = _build_request(placed, stream)
     directory = tmp_path_factory.mktemp("property")
     with (
@@ -979,3 +1064,405 @@ def test_a_secret_shape_after_an_escaped_newline_is_masked() -> None:
     masked = redact_entry(entry, frozenset())
     assert "sk-proj-" not in json.dumps(masked)
     assert masked["request"]["body"]["json"]["messages"][0]["content"].startswith("my key is:\n")
+
+
+# -- every request field the rule names, read as the key reads it (issue 15) ------------
+
+
+def fragments(secret: str, size: int = 12) -> list[str]:
+    """Every ``size``-character piece of a secret: half a key is a leak too."""
+    return [secret[i : i + size] for i in range(max(1, len(secret) - size + 1))]
+
+
+def assert_nothing_of(directory: Path, leaks: Iterable[str]) -> None:
+    """No secret on disk: whole, in pieces, or base64-encoded (any alignment)."""
+    from ghostrun._mask import base64_forms
+
+    forms = set()
+    for secret in leaks:
+        forms |= {secret, *fragments(secret), *base64_forms(secret)}
+    assert_not_on_disk(directory, sorted(forms))
+
+
+def test_credential_fields_by_rule_in_a_json_body_sent_as_text(
+    provider: ProviderSimulator, cassette_dir: Path
+) -> None:
+    secret = {name: token(f"{name}-", 12) for name in ("oai", "sec", "cred", "sa", "auth")}
+    params = {"access_key": token("ak-"), "private_token": token("pt-"), "code": token("oc-")}
+    config_key = token("pk-")
+    body = {
+        "model": "gpt-4o-mini",
+        "messages": MESSAGES,
+        "openai_api_key": secret["oai"],
+        "apiSecret": secret["sec"],
+        "credentials": [secret["cred"]],
+        "serviceAccountKey": {"client_email": "svc@example.com", "blob": secret["sa"]},
+        "auth": {"key": secret["auth"]},
+    }
+    leaks = [*secret.values(), *params.values(), config_key]
+    provider.reply = lambda request: "You sent " + " ".join(leaks)
+    headers = {
+        "content-type": "text/plain",
+        "x_api_key": secret["oai"],
+        "x-portkey-config": json.dumps({"provider": "openai", "api_key": config_key}),
+    }
+    with (
+        ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=HOSTS),
+        httpx.Client() as client,
+    ):
+        sent = client.post(
+            provider.url("/v1/chat/completions"),
+            params=params,
+            headers=headers,
+            content=json.dumps(body),
+        )
+    assert all(leak in sent.text for leak in leaks)
+    assert_nothing_of(cassette_dir, leaks)
+    stored_body = only_cassette(cassette_dir)["request"]["body"]["json"]  # read as JSON
+    assert stored_body["auth"] == {"key": MASK}
+    assert stored_body["messages"] == MESSAGES
+
+    other = {**body, "openai_api_key": "x", "auth": {"key": "y"}, "apiSecret": "z"}
+    with (
+        ghostrun.session(mode="replay", cassette_dir=cassette_dir, hosts=HOSTS) as session,
+        httpx.Client() as client,
+    ):
+        client.post(provider.url("/v1/chat/completions"), content=json.dumps(other))
+    assert session.replayed == 1
+
+
+def test_a_password_property_of_a_tool_schema_is_structure(
+    provider: ProviderSimulator, cassette_dir: Path
+) -> None:
+    tool: Any = {
+        "type": "function",
+        "function": {
+            "name": "login",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "password": {"type": "string", "description": "the account password"}
+                },
+                "required": ["password"],
+            },
+        },
+    }
+    provider.reply = "a string of type string"
+    with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=HOSTS):
+        client = openai.OpenAI(base_url=provider.url("/v1"), api_key=token("sk-proj-"))
+        live = client.chat.completions.create(
+            model="gpt-4o-mini", messages=MESSAGES, tools=[tool], tool_choice="none"
+        )
+    cassette = only_cassette(cassette_dir)
+    assert cassette["request"]["body"]["json"]["tools"] == [tool]
+    assert MASK not in json.dumps(cassette)
+    assert live.choices[0].message.content == "a string of type string"
+
+
+# -- never mask what is not a secret -------------------------------------------------------
+
+
+@pytest.mark.parametrize("placeholder", ["ollama", "lm-studio", "sk-no-key-required"])
+def test_a_placeholder_key_is_never_masked_and_its_verdict_replays(
+    placeholder: str, provider: ProviderSimulator, cassette_dir: Path
+) -> None:
+    from ghostrun import _runlog
+
+    prompt = f"is {placeholder} free?"
+    graded: list[str] = []
+    judge = ghostrun.CallableJudge(lambda text, criterion: (graded.append(text) or True, "ok"))
+
+    def ask(mode: str) -> tuple[str, bytes]:
+        with ghostrun.session(mode=mode, cassette_dir=cassette_dir, hosts=HOSTS):
+            client = openai.OpenAI(base_url=provider.url("/v1"), api_key=placeholder)
+            raw = client.chat.completions.with_raw_response.create(
+                model="gpt-4o-mini", messages=[{"role": "user", "content": prompt}]
+            )
+            text = raw.parse().choices[0].message.content or ""
+            ghostrun.expect(text, judge=judge).satisfies("answers the question")
+        return text, raw.http_response.read()
+
+    live_text, live_body = ask("record")
+    provider.stop()
+    replayed_text, replayed_body = ask("replay")
+
+    assert live_text == replayed_text == f"Echo: {prompt}"
+    assert orjson_loads(live_body) == orjson_loads(replayed_body)
+    assert graded == [live_text]  # the replay found the cached verdict
+    _runlog.write_run()
+    assert MASK not in "".join(p.read_text() for p in written_files(cassette_dir))
+
+
+def orjson_loads(data: bytes) -> Any:
+    return json.loads(data)
+
+
+# -- streams: a secret across chunks and across events --------------------------------------
+
+
+def _cut_inside(secret: str) -> Callable[[list[bytes]], list[bytes]]:
+    """Re-cut a stream so that a chunk boundary falls in the middle of ``secret``."""
+
+    def rechunk(events: list[bytes]) -> list[bytes]:
+        out = []
+        for event in events:
+            at = event.find(secret.encode())
+            if at < 0:
+                out.append(event)
+            else:
+                middle = at + len(secret) // 2
+                out += [event[:middle], event[middle:]]
+        return out
+
+    return rechunk
+
+
+def _halves(secret: str) -> Callable[[str], list[str]]:
+    """Delta pieces that put each half of ``secret`` in an event of its own."""
+
+    def pieces(text: str) -> list[str]:
+        before, _, after = text.partition(secret)
+        half = len(secret) // 2
+        return [p for p in (before, secret[:half], secret[half:], after) if p]
+
+    return pieces
+
+
+def _stream_openai(provider: ProviderSimulator, key: str) -> str:
+    client = openai.OpenAI(base_url=provider.url("/v1"), api_key=key, max_retries=0)
+    stream = client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES, stream=True)
+    return "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+
+
+def _stream_anthropic(provider: ProviderSimulator, key: str) -> str:
+    client = anthropic.Anthropic(base_url=provider.base_url, api_key=key, max_retries=0)
+    with client.messages.stream(model="claude-opus-4-7", max_tokens=64, messages=MESSAGES) as s:
+        return "".join(s.text_stream)
+
+
+async def _stream_aiohttp(provider: ProviderSimulator, key: str) -> str:
+    import aiohttp
+
+    body = {"model": "gpt-4o-mini", "messages": MESSAGES, "stream": True}
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(
+            provider.url("/v1/chat/completions"),
+            json=body,
+            headers={"authorization": f"Bearer {key}"},
+        ) as response,
+    ):
+        raw = (await response.read()).decode()
+    return "".join(
+        (json.loads(line[6:])["choices"] or [{}])[0].get("delta", {}).get("content") or ""
+        for line in raw.splitlines()
+        if line.startswith("data: {")
+    )
+
+
+STREAMERS = {
+    "openai": _stream_openai,
+    "anthropic": _stream_anthropic,
+    "aiohttp": lambda provider, key: __import__("asyncio").run(_stream_aiohttp(provider, key)),
+}
+
+
+@pytest.mark.parametrize("how", ["cut inside an event", "two delta events"])
+@pytest.mark.parametrize("sdk", sorted(STREAMERS))
+def test_a_secret_split_across_a_stream_is_masked(
+    sdk: str, how: str, provider: ProviderSimulator, cassette_dir: Path
+) -> None:
+    key = token("sk-proj-")
+    provider.reply = f"your key is {key}, keep it safe"
+    if how == "two delta events":
+        provider.delta_pieces = _halves(key)
+    else:
+        provider.rechunk = _cut_inside(key)
+    with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=HOSTS):
+        live = STREAMERS[sdk](provider, key)
+    assert key in live
+    assert_nothing_of(cassette_dir, [key])
+
+    provider.stop()
+    with ghostrun.session(mode="replay", cassette_dir=cassette_dir, hosts=HOSTS) as session:
+        replayed = STREAMERS[sdk](provider, token("sk-proj-"))
+    assert session.replayed == 1
+    assert replayed == live.replace(key, MASK)
+
+
+def test_chunk_boundaries_are_kept_and_a_moved_one_is_said(
+    provider: ProviderSimulator, cassette_dir: Path
+) -> None:
+    key = token("sk-proj-")
+    provider.reply = f"your key is {key}, keep it safe"
+    provider.rechunk = _cut_inside(key)
+    provider.stream_delay = 0.01  # each cut piece arrives as a chunk of its own
+    with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=HOSTS):
+        _stream_openai(provider, key)
+    (response,) = only_cassette(cassette_dir)["responses"]
+    chunks = response["body"]["sse"]
+    (moved,) = response["masked_across_chunks"]
+    assert chunks[moved - 1].endswith(MASK)  # the mask whole in the chunk it began in
+    assert chunks[moved].startswith(",")  # the next chunk starts right after the secret
+    assert all(chunk.endswith("\n\n") for i, chunk in enumerate(chunks) if i != moved - 1)
+
+
+# -- run logs and verdicts, in every mode ----------------------------------------------------
+
+
+@pytest.fixture
+def run_log() -> Any:
+    """A fresh run log, and a process that has remembered no secret yet."""
+    from ghostrun import _redact, _runlog
+
+    fresh = _runlog.RunLog()
+    previous = _runlog.swap(fresh)
+    _redact._remembered.clear()
+    _redact._hook_edits.clear()
+    try:
+        yield fresh
+    finally:
+        _runlog.swap(previous)
+
+
+def run_log_text(log: Any) -> str:
+    return json.dumps(list(log.documents().values()), ensure_ascii=False)
+
+
+def _chat_with_body_key(provider: ProviderSimulator, key: str, prompt: str = PROMPT) -> str:
+    with httpx.Client() as client:
+        response = client.post(
+            provider.url("/v1/chat/completions"),
+            json={"model": "m", "messages": [{"role": "user", "content": prompt}], "api_key": key},
+        )
+    return str(response.json()["choices"][0]["message"]["content"])
+
+
+def test_a_body_field_secret_is_scrubbed_from_the_run_log(
+    run_log: Any, provider: ProviderSimulator, cassette_dir: Path
+) -> None:
+    key = token("body-key-")
+    provider.reply = lambda request: f"your key {key} works"
+    with ghostrun.session(mode="auto", cassette_dir=cassette_dir, hosts=HOSTS):
+        reply = _chat_with_body_key(provider, key)
+        assert key in reply
+        ghostrun.expect(reply).contains("works")
+    text = run_log_text(run_log)
+    assert "works" in text
+    assert key not in text
+
+
+def test_in_replay_the_requests_secrets_are_remembered_too(
+    run_log: Any, provider: ProviderSimulator, cassette_dir: Path
+) -> None:
+    from ghostrun import _redact
+
+    key = token("sk-proj-")
+    with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=HOSTS):
+        _openai(provider, key)
+    _redact._remembered.clear()  # a fresh process replays
+    provider.stop()
+    with ghostrun.session(mode="replay", cassette_dir=cassette_dir, hosts=HOSTS):
+        reply = _openai(provider, key)
+        ghostrun.expect(f"{reply} (sent with {key})").contains("Echo")
+    assert key not in run_log_text(run_log)
+
+
+def test_a_miss_message_in_the_run_log_is_scrubbed(
+    run_log: Any, provider: ProviderSimulator, cassette_dir: Path
+) -> None:
+    shaped = "sk-proj-" + random_secrets.token_hex(16)
+    cassette_dir.mkdir(parents=True)
+    with (
+        pytest.raises(ghostrun.CacheMiss) as raised,
+        ghostrun.session(mode="replay", cassette_dir=cassette_dir, hosts=HOSTS),
+        httpx.Client() as client,
+    ):
+        client.post(provider.url("/v1/chat/completions"), params={"q": shaped}, json={"m": 1})
+    assert shaped not in str(raised.value)
+    text = run_log_text(run_log)
+    assert "no recording" in text
+    assert shaped not in text
+
+
+def test_the_redact_hook_applies_to_the_run_log(
+    run_log: Any, provider: ProviderSimulator, cassette_dir: Path
+) -> None:
+    ssn = "123-45-6789"
+
+    def scrub(entry: dict[str, Any]) -> dict[str, Any]:
+        text = json.dumps(entry).replace(ssn, "<ssn>")
+        return dict(json.loads(text))
+
+    def ask(mode: str, prompt: str) -> str:
+        with ghostrun.session(mode=mode, cassette_dir=cassette_dir, hosts=HOSTS, redact=scrub):
+            client = openai.OpenAI(base_url=provider.url("/v1"), api_key=token("sk-proj-"))
+            reply = client.chat.completions.create(
+                model="gpt-4o-mini", messages=[{"role": "user", "content": prompt}]
+            )
+            text = reply.choices[0].message.content or ""
+            ghostrun.expect(text).contains("SSN")
+            return text
+
+    assert ssn in ask("record", f"My SSN is {ssn}.")
+    with pytest.raises(ghostrun.CacheMiss):
+        ask("replay", f"My SSN is still {ssn}.")
+    text = run_log_text(run_log)
+    assert "Echo: My SSN is <ssn>." in text  # the output, as the cassette holds it
+    assert "still <ssn>" in text  # the miss diff, hooked too
+    assert ssn not in text
+
+
+# -- redirects to server-signed URLs ------------------------------------------------------
+
+
+def test_a_redirect_to_a_signed_url_is_stored_without_its_signature(
+    provider: ProviderSimulator, cassette_dir: Path
+) -> None:
+    signature, key = random_secrets.token_hex(32), token("AIzaSy", 17)
+    provider.signed_params = {
+        "X-Amz-Date": "20250101T000000Z",
+        "X-Amz-Signature": signature,
+        "key": key,
+    }
+    with (
+        ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=HOSTS) as session,
+        httpx.Client(follow_redirects=True) as client,
+    ):
+        live = client.get(provider.url("/hostile/redirect"))
+    assert live.status_code == 200 and live.history[0].status_code == 302
+    assert session.recorded == 2
+    assert_nothing_of(cassette_dir, [signature, key])
+    (redirect,) = [c for c in stored(cassette_dir) if c["responses"][0]["status"] == 302]
+    body = redirect["responses"][0]["body"]["text"]
+    assert f"X-Amz-Signature={MASK}" in body and "X-Amz-Date=20250101T000000Z" in body
+
+
+def test_credentials_in_a_kept_location_are_masked() -> None:
+    location = "https://cdn.example.com/f?X-Amz-Signature=abc123def456&sig=s1g2&code=oauth-9&x=1"
+    entry = {
+        "request": {"body": {"text": ""}},
+        "response": {"status": 302, "headers": {"location": location}, "body": {"text": ""}},
+    }
+    stored_location = redact_entry(entry, frozenset())["response"]["headers"]["location"]
+    assert stored_location == (
+        f"https://cdn.example.com/f?X-Amz-Signature={MASK}&sig={MASK}&code={MASK}&x=1"
+    )
+
+
+# -- echoes in other encodings ----------------------------------------------------------------
+
+
+def test_a_base64_echo_of_the_key_is_masked(
+    provider: ProviderSimulator, cassette_dir: Path
+) -> None:
+    key = token("sk-proj-")
+    echoes = [
+        base64.b64encode(key.encode()).decode(),
+        base64.b64encode(f"user:{key}".encode()).decode(),  # inside a longer base64 text
+        base64.urlsafe_b64encode(f"ab{key}".encode()).decode(),
+    ]
+    provider.reply = lambda request: " ".join(echoes)
+    with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=HOSTS):
+        assert _openai(provider, key).split() == echoes
+    assert_nothing_of(cassette_dir, [key])
