@@ -29,6 +29,7 @@ import orjson
 __all__ = [
     "MASK",
     "base64_forms",
+    "candidates",
     "mask_chunks",
     "mask_text",
     "patterns",
@@ -40,6 +41,9 @@ _MIN_FORM = 8  # no form of a secret worth masking is shorter
 _JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _AFTER_TOKEN = re.compile(r"\s*:")
 
+_ESCAPE_MARKS = frozenset("%\\&+")
+_JSON_ESCAPE = re.compile(r"\\+([uU][0-9a-fA-F]{4}|[\"/\\])")
+_PERCENT = re.compile(r"(?:%[0-9a-fA-F]{2})+")
 Patterns = tuple[re.Pattern[str], ...]
 Edit = tuple[int, int, Any]  # start, end, replacement
 
@@ -49,15 +53,62 @@ Edit = tuple[int, int, Any]  # start, end, replacement
 
 @functools.lru_cache(maxsize=256)
 def patterns(secrets: frozenset[str]) -> Patterns:
-    """One pattern per secret and per base64 form of it, longest first."""
-    forms = {form for secret in secrets for form in (secret, *base64_forms(secret))}
-    ordered = sorted(forms, key=lambda s: (-len(s), s))
-    return tuple(_pattern(form) for form in ordered)
+    """One pattern per secret: each matches it in any encoding, base64 included."""
+    return tuple(_pattern(secret) for secret in sorted(secrets))
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=2048)  # a process remembers at most 1024 secrets
 def _pattern(secret: str) -> re.Pattern[str]:
-    return re.compile("".join(_char_forms(c) for c in secret))
+    encoded = sorted(base64_forms(secret), key=lambda s: (-len(s), s))
+    plain = "".join(_char_forms(c) for c in secret)
+    return re.compile("|".join([plain, *("".join(map(_base64_char, f)) for f in encoded)]))
+
+
+def _base64_char(char: str) -> str:
+    """A base64 character as text may spell it: letters and digits plain, the rest escaped."""
+    return re.escape(char) if char.isalnum() else _char_forms(char)
+
+
+def candidates(text: str, secrets: Iterable[str]) -> frozenset[str]:
+    """The secrets that may be in ``text``: a fast filter before the patterns' search.
+
+    A secret shows in the text as itself, as a base64 form, or with characters
+    escaped; undoing every escape `_char_forms` knows (repeatedly: JSON inside
+    JSON) leaves it plain. A secret whose own characters could read as an escape
+    (``%``, ``\\``, ``&``, ``+``) is always a candidate.
+    """
+    views = [text]
+    if any(mark in text for mark in _ESCAPE_MARKS):
+        decoded = _unescaped(text)
+        views += [decoded, decoded.replace("+", " ")]
+    return frozenset(
+        secret
+        for secret in secrets
+        if not _ESCAPE_MARKS.isdisjoint(secret)
+        or any(secret in view for view in views)
+        or any(form in text or form.replace("/", "\\/") in text for form in base64_forms(secret))
+    )
+
+
+def _unescaped(text: str) -> str:
+    for _ in range(4):  # JSON inside JSON inside JSON...
+        before = text
+        text = _JSON_ESCAPE.sub(_json_char, html.unescape(text))
+        text = _PERCENT.sub(_percent_chars, text)
+        if text == before:
+            break
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")  # pairs joined
+
+
+def _json_char(match: re.Match[str]) -> str:
+    escape = match.group(1)
+    if escape[0] in "uU":
+        return chr(int(escape[1:], 16))
+    return escape
+
+
+def _percent_chars(match: re.Match[str]) -> str:
+    return bytes.fromhex(match.group(0).replace("%", "")).decode("utf-8", "replace")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -152,7 +203,7 @@ def _edited(text: AnyStr, edits: Sequence[Edit]) -> AnyStr:
 
 
 def mask_chunks(chunks: list[AnyStr], compiled: Patterns) -> tuple[list[AnyStr], list[int]]:
-    """Mask a stream's chunks as one text, then its events' string fields across events.
+    """Mask a stream's chunks as one text; text chunks also across their events' fields.
 
     Returns the chunks, in their boundaries where the mask allows, and the
     indices of the chunks whose start moved (to the end of a mask).
@@ -160,18 +211,17 @@ def mask_chunks(chunks: list[AnyStr], compiled: Patterns) -> tuple[list[AnyStr],
     if not chunks or not compiled:
         return chunks, []
     joined = chunks[0][:0].join(chunks)
-    edits: list[Edit] = [
-        (s, e, MASK.encode() if isinstance(joined, bytes) else MASK)
-        for s, e in spans(joined, compiled)
-    ]
-    chunks, moved = _split_edited(chunks, joined, edits)
-    if isinstance(joined, str):
-        joined = "".join(chunks)  # type: ignore[arg-type]
-        across = _across_events(joined, compiled)
-        if across:
-            chunks, more = _split_edited(chunks, joined, across)
-            moved = sorted({*moved, *more})
-    return chunks, moved
+    mask: Any = MASK.encode() if isinstance(joined, bytes) else MASK
+    edits: list[Edit] = [(start, end, mask) for start, end in spans(joined, compiled)]
+    masked: list[AnyStr]
+    moved: list[int]
+    masked, moved = _split_edited(chunks, joined, edits)
+    if isinstance(joined, bytes):
+        return masked, moved
+    text = masked[0][:0].join(masked)
+    more: list[int]
+    masked, more = _split_edited(masked, text, _across_events(str(text), compiled))
+    return masked, sorted(set(moved) | set(more))
 
 
 def _split_edited(
@@ -181,7 +231,9 @@ def _split_edited(
     if not edits:
         return chunks, []
     text = _edited(joined, edits)
-    cuts, moved, offset, shift = [], [], 0, 0
+    cuts: list[int] = []
+    moved: list[int] = []
+    offset = shift = 0
     pending = iter(edits)
     edit = next(pending, None)
     for index, chunk in enumerate(chunks[:-1], start=1):

@@ -54,7 +54,7 @@ from ._credentials import (
     is_schema,
 )
 from ._keys import has_credential_field, multipart_parts
-from ._mask import MASK, mask_chunks, mask_text, patterns
+from ._mask import MASK, candidates, mask_chunks, mask_text, patterns
 
 __all__ = [
     "MASK",
@@ -532,8 +532,8 @@ def scrub_text(text: str, secrets: Iterable[str] = ()) -> str:
     with _lock:
         known = frozenset(_remembered)
         edits = sorted(_hook_edits.items(), key=lambda item: -len(item[0]))
-    known |= _worth_masking(secrets)
-    if known and _may_hold(text, known):
+    known = candidates(text, known | _worth_masking(secrets))
+    if known:
         text = mask_text(text, patterns(known))
     text = SECRET_SHAPES.sub(MASK, text)
     for old, new in edits:
