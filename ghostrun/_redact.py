@@ -593,33 +593,64 @@ def _mask_exact(entry: dict[str, Any], secrets: frozenset[str]) -> dict[str, Any
     compiled = patterns(secrets)
     response = entry.get("response")
     body = response.get("body") if isinstance(response, dict) else None
-    stream = isinstance(body, dict) and len(body) == 1 and next(iter(body)) in _STREAM_KINDS
-    rest = {**entry, "response": {**response, "body": None}} if stream else entry  # type: ignore[dict-item]
+    kind = _stream_kind(body)
+    if kind is None or not isinstance(response, dict) or not isinstance(body, dict):
+        return (
+            {k: _mask_part(v, compiled) for k, v in entry.items()}
+            if _may_hold(entry, secrets)
+            else entry
+        )
+    rest = {**entry, "response": {**response, "body": None}}
     if _may_hold(rest, secrets):
         rest = {k: _mask_part(v, compiled) for k, v in rest.items()}
-    if stream and isinstance(response, dict) and isinstance(body, dict):
-        masked, moved = _mask_stream(body, compiled)
-        rest["response"] = {**rest["response"], "body": masked}
-        if moved:
-            rest["response"]["masked_across_chunks"] = moved
-    return dict(rest)
+    masked, moved = _mask_stream(kind, body, compiled)
+    rest["response"] = {**rest["response"], "body": masked}
+    if moved:
+        rest["response"]["masked_across_chunks"] = moved
+    return rest
 
 
-def _mask_stream(body: dict[str, Any], compiled: Any) -> tuple[dict[str, Any], list[int]]:
-    ((kind, chunks),) = body.items()
+def _stream_kind(body: Any) -> str | None:
+    """The key holding a stream's chunks, beside at most a ``carry`` of split characters."""
+    if not isinstance(body, dict) or not set(body) - {"carry"}:
+        return None
+    kinds = [k for k in body if k in _STREAM_KINDS]
+    return kinds[0] if len(kinds) == 1 and set(body) <= {kinds[0], "carry"} else None
+
+
+def _mask_stream(
+    kind: str, body: dict[str, Any], compiled: Any
+) -> tuple[dict[str, Any], list[int]]:
+    chunks = body[kind]
     if not isinstance(chunks, list):
         return body, []
     if kind == "chunks_base64":
         try:
             data = [base64.b64decode(c, validate=True) for c in chunks]
         except (binascii.Error, TypeError, ValueError):
-            return {kind: [_mask_value(c, compiled) for c in chunks]}, []
+            return {**body, kind: _mask_value(chunks, compiled)}, []
         masked, moved = mask_chunks(data, compiled)
-        return {kind: [base64.b64encode(c).decode("ascii") for c in masked]}, moved
+        return {**body, kind: [base64.b64encode(c).decode("ascii") for c in masked]}, moved
     if not all(isinstance(c, str) for c in chunks):
-        return {kind: _mask_value(chunks, compiled)}, []
-    masked_text, moved = mask_chunks(list(chunks), compiled)
-    return {kind: masked_text}, moved
+        return {**body, kind: _mask_value(chunks, compiled)}, []
+    texts, moved = mask_chunks(list(chunks), compiled)
+    out: dict[str, Any] = {**body, kind: texts}
+    carry = body.get("carry")
+    if isinstance(carry, list):
+        # A character carried to the start of the next chunk (DESIGN §3) stays carried
+        # only where that chunk still starts with it.
+        def still(c: Any) -> bool:
+            index = c[0] if isinstance(c, list) and c and isinstance(c[0], int) else -1
+            return 0 <= index < len(texts) - 1 and texts[index + 1][:1] == chunks[index + 1][:1]
+
+        kept = [c for c in carry if still(c)]
+        dropped = [c[0] + 1 for c in carry if not still(c) and isinstance(c, list) and c]
+        moved = sorted({*moved, *(i for i in dropped if isinstance(i, int))})
+        if kept:
+            out["carry"] = kept
+        else:
+            del out["carry"]
+    return out, moved
 
 
 def _may_hold(entry: Any, secrets: frozenset[str]) -> bool:
