@@ -23,7 +23,7 @@ Applied to every entry before it is written:
 
 Every credential collected is remembered for the process (requests replayed
 too, read lazily), so run logs and verdict files are scrubbed of them
-(`scrub_text`), along with what the user's ``redact=`` hook removed from the
+(`scrub_text`), along with what the session's ``redact=`` hook removed from its
 cassettes (`learn_hook_edits`).
 
 The match key is computed from the unredacted request, so none of this ever
@@ -37,7 +37,7 @@ import binascii
 import functools
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -224,7 +224,6 @@ _MAX_DEFERRED = 256
 _MIN_HOOK_EDIT = 4  # a shorter edit of the hook's is not applied to run logs
 
 _remembered: dict[str, None] = {}  # insertion-ordered: the oldest are forgotten first
-_hook_edits: dict[str, str] = {}
 _deferred: list[Any] = []
 _lock = threading.Lock()
 
@@ -467,20 +466,17 @@ def _read_deferred() -> None:
         request_secrets(request)
 
 
-def learn_hook_edits(before: Any, after: Any) -> None:
-    """Remember what the user's ``redact=`` hook changed in an entry, for `scrub_text`.
+def learn_hook_edits(before: Any, after: Any, edits: dict[str, str]) -> None:
+    """Add to ``edits`` what the user's ``redact=`` hook changed in an entry (`scrub_text`).
 
     Each string it changed: the whole string and the part that changed (common
     start and end trimmed) are replaced as it replaced them; each string it
-    removed is masked. Run logs then show what the cassette shows.
+    removed is masked. A session keeps its own, so its run log shows what its
+    cassettes show, and no other session's texts are touched.
     """
-    edits: dict[str, str] = {}
     _diff(before, after, edits)
-    if edits:
-        with _lock:
-            _hook_edits.update(edits)
-            while len(_hook_edits) > _MAX_REMEMBERED:
-                del _hook_edits[next(iter(_hook_edits))]
+    while len(edits) > _MAX_REMEMBERED:
+        del edits[next(iter(edits))]
 
 
 def _diff(before: Any, after: Any, edits: dict[str, str]) -> None:
@@ -525,18 +521,19 @@ def _changed(before: str, after: str, edits: dict[str, str]) -> None:
         edits[middle] = after[start : len(after) - end]
 
 
-def scrub_text(text: str, secrets: Iterable[str] = ()) -> str:
-    """A text with secret shapes, every credential seen so far in this process, and what
-    the user's hook removed from cassettes masked: for run logs and verdict files."""
+def scrub_text(
+    text: str, secrets: Iterable[str] = (), edits: Mapping[str, str] | None = None
+) -> str:
+    """A text with secret shapes and every credential seen so far in this process masked,
+    and a session's hook ``edits`` applied: for run logs and verdict files."""
     _read_deferred()
     with _lock:
         known = frozenset(_remembered)
-        edits = sorted(_hook_edits.items(), key=lambda item: -len(item[0]))
     known = candidates(text, known | _worth_masking(secrets))
     if known:
         text = mask_text(text, patterns(known))
     text = SECRET_SHAPES.sub(MASK, text)
-    for old, new in edits:
+    for old, new in sorted((edits or {}).items(), key=lambda item: -len(item[0])):
         if old in text:
             text = text.replace(old, new)
     return text

@@ -191,7 +191,7 @@ class RunLog:
             _add_new(test["ignore_fields"], session.ignore_fields)
             log["cassettes_used"].update(session.used_keys)
             for miss in session.misses[missed:]:
-                log["misses"].append({"test": name, "message": _scrub(str(miss))})
+                log["misses"].append({"test": name, "message": _scrub(str(miss), session)})
 
     def verdict(self, key: str, directory: Path) -> None:
         with self._lock:
@@ -387,11 +387,11 @@ def _with_previous(document: dict[str, Any], path: Path) -> dict[str, Any]:
     return {**document, "previous": previous}
 
 
-def _scrub(text: str) -> str:
-    """Credentials, secret shapes and what the user's hook removed, masked (DESIGN §4)."""
+def _scrub(text: str, session: Session | None) -> str:
+    """Credentials, secret shapes and what the session's hook removed, masked (DESIGN §4)."""
     from ._redact import scrub_text
 
-    return scrub_text(text)
+    return scrub_text(text, edits=session.hook_edits if session is not None else None)
 
 
 def _test(log: dict[str, Any], name: str, alias: str | None) -> dict[str, Any]:
@@ -467,10 +467,10 @@ def record_assertion(
     _log.assertion(
         where,
         kind=kind,
-        criterion=_scrub(criterion),
-        text=_scrub(text),
+        criterion=_scrub(criterion, found),
+        text=_scrub(text, found),
         passed=passed,
-        reason=_scrub(reason),
+        reason=_scrub(reason, found),
         judge=judge,
     )
     _arm_atexit()

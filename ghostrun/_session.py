@@ -153,6 +153,7 @@ class Session:
         # (key, "replayed" | "recorded" | "missed") in the order requests were made: the
         # run log keeps it per test, so `ghostrun review` knows which cassettes are whose.
         self.trail: list[tuple[str, str]] = []
+        self.hook_edits: dict[str, str] = {}  # what ``redact`` changed: applied to run logs
         self._depth = 0
         self._lock = threading.RLock()
         self._resolve()
@@ -447,7 +448,7 @@ class Session:
         before = copy.deepcopy(entry)
         scrubbed = self.redact(entry)  # returns the entry, or None if it edited in place
         entry = entry if scrubbed is None else scrubbed
-        learn_hook_edits(before, entry)  # run logs then show what the cassette shows
+        learn_hook_edits(before, entry, self.hook_edits)  # runs/ shows what the cassette does
         return redact_entry(entry, secrets)  # the hook may not reintroduce a secret
 
     def _write_failed(self, exc: Exception) -> None:
@@ -483,7 +484,8 @@ class Session:
         from ._redact import request_secrets, scrub_text
 
         request_secrets(info)  # remembered: the message, and run logs, are scrubbed of them
-        return self.book(CacheMiss(scrub_text(describe_miss(info, self, self._ignore))))
+        message = describe_miss(info, self, self._ignore)
+        return self.book(CacheMiss(scrub_text(message, edits=self.hook_edits)))
 
 
 session = Session

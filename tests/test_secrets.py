@@ -1323,7 +1323,6 @@ def run_log() -> Any:
     fresh = _runlog.RunLog()
     previous = _runlog.swap(fresh)
     _redact._remembered.clear()
-    _redact._hook_edits.clear()
     try:
         yield fresh
     finally:
