@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import html
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -36,6 +37,20 @@ from ghostrun._mask import candidates, mask_text, patterns
 from ghostrun._redact import _may_hold, redact_entry
 
 JSON_TYPE = "application/json"
+
+
+@pytest.fixture(autouse=True)
+def _forget_this_tests_secrets() -> Iterator[None]:
+    """The process remembers every secret it saw, to scrub run logs: these tests' random
+    ones (hypothesis tries words like "text/event-stream") must not scrub later tests."""
+    from ghostrun import _redact
+
+    before = dict(_redact._remembered)
+    yield
+    with _redact._lock:
+        _redact._remembered.clear()
+        _redact._remembered.update(before)
+
 
 # name, as a JSON field, as a query/form parameter, as a request header
 NAMES = [
