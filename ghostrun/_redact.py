@@ -43,15 +43,18 @@ from urllib.parse import parse_qsl
 
 import orjson
 
-from ._cassette import encode_body
+from ._bodies import encode_body
 from ._credentials import (
+    CREDENTIAL_STARTS,
     SECRET_SHAPES,
     SHAPE_START,
     could_be_credential,
     is_credential_field,
     is_credential_header,
+    is_credential_name,
     is_credential_param,
     is_schema,
+    squash,
 )
 from ._keys import has_credential_field, multipart_parts
 from ._mask import MASK, candidates, mask_chunks, mask_text, patterns
@@ -167,16 +170,6 @@ _RESPONSE_HEADER_PREFIXES = (
     "x-ms-",
     "x-groq-",
 )
-_CREDENTIAL_ENDINGS = (
-    "key",
-    "secret",
-    "token",
-    "password",
-    "credential",
-    "credentials",
-    "signature",
-    "authorization",
-)
 # Kept-looking names that identify the account, or hold what works like a credential.
 _IDENTIFYING_RESPONSE_HEADERS = frozenset(
     {
@@ -245,17 +238,19 @@ def keep_response_header(name: str) -> bool:
 def _identifying_response_header(name: str) -> bool:
     """A cookie, a credential, or an account's, a person's or a session's identifier.
 
-    Credentials by DESIGN §4's rule on the squashed name (not by a word anywhere:
-    ``x-amzn-bedrock-input-token-count`` is a count, ``x-ratelimit-limit-tokens`` a limit).
+    Credentials by DESIGN §4's rule (`is_credential_name`) on the squashed name, not
+    on each word (``x-amzn-bedrock-input-token-count`` is a count,
+    ``x-ratelimit-limit-tokens`` a limit), and any word starting as the rule's names
+    do (``x-amzn-remapped-authorization``).
     """
     words = set(name.replace("_", "-").split("-"))
-    squashed = name.replace("-", "").replace("_", "")
+    squashed = squash(name)
     return (
         name in _IDENTIFYING_RESPONSE_HEADERS
         or not _IDENTIFYING_WORDS.isdisjoint(words)
         or "cookie" in squashed
-        or squashed.startswith("auth")
-        or squashed.endswith(_CREDENTIAL_ENDINGS)
+        or is_credential_name(squashed)
+        or any(word.startswith(CREDENTIAL_STARTS) and is_credential_name(word) for word in words)
     )
 
 

@@ -34,7 +34,7 @@ from ghostrun._credentials import (
 from ghostrun._keys import _may_name_credential, _without_credentials, canonical_body
 from ghostrun._keys import has_credential_field as has_credential_key
 from ghostrun._mask import candidates, mask_text, patterns
-from ghostrun._redact import _may_hold, redact_entry
+from ghostrun._redact import _may_hold, keep_response_header, redact_entry
 
 JSON_TYPE = "application/json"
 
@@ -274,3 +274,21 @@ def test_property_the_exact_fast_check_skips_only_entries_without_the_secret(
     masked = redact_entry(entry, secrets)["response"]["body"]["json"]["t"]
     assert shown not in masked
     assert masked == mask_text(around + shown + around, patterns(secrets))
+
+
+@pytest.mark.parametrize(
+    ("name", "kept"),
+    [
+        ("x-amzn-bedrock-input-token-count", True),  # a count, not a token
+        ("x-ratelimit-limit-tokens", True),
+        ("openai-processing-ms", True),
+        ("x-amzn-passwd", False),  # the rule's table, not a copy of it
+        ("x-amzn-session-token", False),
+        ("x-goog-api-key", False),
+        ("x-ms-client-secret", False),
+        ("openai-authorization", False),
+        ("x-amzn-remapped-authorization", False),
+    ],
+)
+def test_kept_response_headers_drop_credentials_by_the_names_rule(name: str, kept: bool) -> None:
+    assert keep_response_header(name) is kept
