@@ -1455,6 +1455,42 @@ def test_a_redirect_to_a_signed_url_is_stored_without_its_signature(
     assert f"X-Amz-Signature={MASK}" in body and "X-Amz-Date=20250101T000000Z" in body
 
 
+def test_a_signed_redirect_replays_as_it_ran_live_with_its_signature_masked(
+    provider: ProviderSimulator, cassette_dir: Path
+) -> None:
+    signature, key = random_secrets.token_hex(32), token("AIzaSy", 17)
+    provider.signed_params = {
+        "X-Amz-Date": "20250101T000000Z",
+        "X-Amz-Signature": signature,
+        "key": key,
+    }
+
+    def follow(mode: str) -> httpx.Response:
+        with (
+            ghostrun.session(mode=mode, cassette_dir=cassette_dir, hosts=HOSTS),
+            httpx.Client(follow_redirects=True) as client,
+        ):
+            return client.get(provider.url("/hostile/redirect"))
+
+    live = follow("record")
+    provider.stop()
+    replayed = follow("replay")
+
+    assert (
+        [r.status_code for r in replayed.history] == [302] == [r.status_code for r in live.history]
+    )
+    assert replayed.status_code == live.status_code == 200
+    assert (
+        replayed.json()
+        == live.json()
+        == {"downloaded": True, "params": ["X-Amz-Date", "X-Amz-Signature", "key"]}
+    )
+    location = replayed.history[0].headers["location"]
+    assert f"X-Amz-Signature={MASK}" in location and f"key={MASK}" in location
+    assert "X-Amz-Date=20250101T000000Z" in location
+    assert_nothing_of(cassette_dir, [signature, key])
+
+
 def test_credentials_in_a_kept_location_are_masked() -> None:
     location = "https://cdn.example.com/f?X-Amz-Signature=abc123def456&sig=s1g2&code=oauth-9&x=1"
     entry = {
