@@ -138,10 +138,10 @@ STEPS = (
 
 def _steps(lib: Any, prebuilt: Callable[[Any], Any]) -> dict[str, Callable[[], Any]]:
     """For each step, a context in which ghostrun's transport does only the work up to it."""
-    import ghostrun._cassette as cassette
-    import ghostrun._files as files
+    import ghostrun._core._files as files
     import ghostrun._intercept._engine as engine
     import ghostrun._intercept._httpx as transports
+    import ghostrun._store._cassette as cassette
 
     transport = transports.Transport
 
@@ -194,7 +194,7 @@ def _chat(client: Any, prompts: list[str]) -> int:
 
 
 def _read_response(cassettes: str) -> tuple[list[tuple[str, str]], bytes]:
-    from ghostrun._cassette import Cassette
+    from ghostrun._store._cassette import Cassette
 
     (name,) = os.listdir(cassettes)
     cassette = Cassette.load(os.path.join(cassettes, name))

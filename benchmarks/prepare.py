@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from simulator import ProviderSimulator  # noqa: E402
 
 import ghostrun  # noqa: E402
-from ghostrun._cassette import Cassette  # noqa: E402
+from ghostrun._store._cassette import Cassette  # noqa: E402
 
 
 def main() -> None:

@@ -56,5 +56,5 @@ def expect_function() -> object:
 
     found = getattr(ghostrun, "expect", None)
     if found is None:
-        from ghostrun._expect import expect as found
+        from ghostrun._assertions._expect import expect as found
     return found

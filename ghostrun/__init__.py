@@ -11,8 +11,8 @@ import importlib
 import os as _os
 from typing import TYPE_CHECKING, Any
 
-from ._config import configure
-from ._exceptions import (
+from ._core._config import configure
+from ._core._exceptions import (
     CacheMiss,
     CassetteError,
     GhostrunError,
@@ -20,44 +20,44 @@ from ._exceptions import (
     UnlistedHostWarning,
     UnsupportedHttpx,
 )
-from ._hosts import PROVIDER_HOSTS
-from ._modes import Mode
-from ._session import Session, session
+from ._core._hosts import PROVIDER_HOSTS
+from ._core._modes import Mode
+from ._recording._session import Session, session
 
 if TYPE_CHECKING:
-    from ._expect import Expectation, ExpectationFailed, expect, expect_tool_calls
-    from ._judges import CallableJudge, Judge, OllamaJudge, OpenAICompatibleJudge
-    from ._tool_calls import ExpectToolCalls, ToolCall
-    from ._unittest import TestCaseMixin
-    from ._verdicts import Verdict
+    from ._assertions._expect import Expectation, ExpectationFailed, expect, expect_tool_calls
+    from ._assertions._tool_calls import ExpectToolCalls, ToolCall
+    from ._integrations._unittest import TestCaseMixin
+    from ._judging._judges import CallableJudge, Judge, OllamaJudge, OpenAICompatibleJudge
+    from ._judging._verdicts import Verdict
 
 # Loaded on first use: a test that only replays never pays for the assertions,
 # the judges or unittest, and ``import ghostrun`` is on every cold start's path.
 _LAZY = {
-    "CallableJudge": "_judges",
-    "ExpectToolCalls": "_tool_calls",
-    "Expectation": "_expect",
-    "ExpectationFailed": "_expect",
-    "Judge": "_judges",
-    "OllamaJudge": "_judges",
-    "OpenAICompatibleJudge": "_judges",
-    "TestCaseMixin": "_unittest",
-    "ToolCall": "_tool_calls",
-    "Verdict": "_verdicts",
-    "expect": "_expect",
-    "expect_tool_calls": "_expect",
+    "CallableJudge": "._judging._judges",
+    "ExpectToolCalls": "._assertions._tool_calls",
+    "Expectation": "._assertions._expect",
+    "ExpectationFailed": "._assertions._expect",
+    "Judge": "._judging._judges",
+    "OllamaJudge": "._judging._judges",
+    "OpenAICompatibleJudge": "._judging._judges",
+    "TestCaseMixin": "._integrations._unittest",
+    "ToolCall": "._assertions._tool_calls",
+    "Verdict": "._judging._verdicts",
+    "expect": "._assertions._expect",
+    "expect_tool_calls": "._assertions._expect",
 }
 
 
 if _os.environ.get("GHOSTRUN_MODE"):  # replay guards the whole process (see _guard)
-    importlib.import_module("._guard", __name__).install_for_suite()
+    importlib.import_module("._intercept._guard", __name__).install_for_suite()
 
 
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'ghostrun' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    value = getattr(importlib.import_module(module, __name__), name)
     globals()[name] = value
     return value
 

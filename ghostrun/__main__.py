@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from ._cli import main
+from ._tools._cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -11,7 +11,7 @@
 - ``--ghostrun-block-network``: in replay, refuse every non-loopback connection
   (``block_network`` for every session that does not say otherwise; exported as
   ``GHOSTRUN_BLOCK_NETWORK=1``).
-- the guard (``ghostrun._guard``) for the whole run when the suite-wide mode is
+- the guard (``ghostrun._intercept._guard``) for the whole run when the suite-wide mode is
   ``replay`` (flag or ``GHOSTRUN_MODE``): a provider connection that no session
   governs is refused too.
 - ``--ghostrun-cassette-dir DIR`` (or the ini option ``ghostrun_cassette_dir``):
@@ -51,11 +51,12 @@ from typing import Any
 
 import pytest
 
-from . import _guard, _runlog
-from ._config import settings
-from ._exceptions import CacheMiss
-from ._modes import VCR_ALIASES, Mode, parse_mode, suite_mode
-from ._session import Session
+from ._core._config import settings, suite_mode
+from ._core._exceptions import CacheMiss
+from ._core._modes import VCR_ALIASES, Mode, parse_mode
+from ._intercept import _guard
+from ._recording import _runlog
+from ._recording._session import Session
 
 __all__ = ["ghostrun_session"]
 

@@ -17,7 +17,7 @@ from simulator import ProviderSimulator
 
 import ghostrun
 from ghostrun import PROVIDER_HOSTS, CacheMiss, CassetteError
-from ghostrun._hosts import HostMatcher
+from ghostrun._core._hosts import HostMatcher
 
 MODEL = "anthropic.claude-3-haiku-20240307-v1:0"
 # Fake credentials, assembled at run time so no scanner mistakes them for real ones.

@@ -1,4 +1,4 @@
-"""How bodies are stored (`ghostrun._bodies`): exact bytes back, readable files."""
+"""How bodies are stored (`ghostrun._wire._bodies`): exact bytes back, readable files."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from simulator import ProviderSimulator, RawReply
 
 import ghostrun
-from ghostrun._bodies import JSON_FORMATS, decode_body, encode_chunks, encode_response_body
+from ghostrun._wire._bodies import JSON_FORMATS, decode_body, encode_chunks, encode_response_body
 
 LOOPBACK = ("127.0.0.1",)
 JSON_TYPE = "application/json"

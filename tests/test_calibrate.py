@@ -17,11 +17,11 @@ import pytest
 from simulator import ProviderSimulator
 
 import ghostrun
-from ghostrun._calibrate import agreement, load_cases
-from ghostrun._cli import main
-from ghostrun._judges import OllamaJudge
-from ghostrun._modes import Mode
-from ghostrun._verdicts import grade
+from ghostrun._core._modes import Mode
+from ghostrun._judging._calibrate import agreement, load_cases
+from ghostrun._judging._judges import OllamaJudge
+from ghostrun._judging._verdicts import grade
+from ghostrun._tools._cli import main
 
 EXAMPLE_LABELS = (
     Path(__file__).resolve().parent.parent / "examples" / "calibration" / "labels.jsonl"

@@ -10,7 +10,7 @@ import pytest
 from simulator import ProviderSimulator
 
 import ghostrun
-from ghostrun._bodies import decode_body, encode_body, encode_chunks
+from ghostrun._wire._bodies import decode_body, encode_body, encode_chunks
 
 LOOPBACK = ("127.0.0.1",)
 BODY = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
@@ -105,7 +105,7 @@ def test_stream_encodings_round_trip(chunks: list[bytes], content_type: str, kin
 @pytest.mark.parametrize("size", [0, 10, (1 << 16) - 27, (1 << 16) - 26, (1 << 16) - 25, 300_000])
 def test_files_of_any_size_read_back_whole(tmp_path: Path, size: int) -> None:
     """Files are read 64 KiB at a time (the middle size fills one read exactly)."""
-    from ghostrun._files import read_json, write_atomic
+    from ghostrun._core._files import read_json, write_atomic
 
     small = {"text": "s" * 5}
     big = {"text": "x" * size, "tail": [1, 2, 3]}

@@ -15,7 +15,7 @@ import pytest
 from simulator import ProviderSimulator
 
 import ghostrun
-from ghostrun import _cli
+from ghostrun._tools import _cli
 
 LOOPBACK = ("127.0.0.1",)
 GHOSTRUN = Path(sys.executable).parent / "ghostrun"
@@ -182,7 +182,7 @@ def test_check_finds_the_orphaned_cassette_and_passes_once_pruned(
 def test_check_lists_the_requests_that_missed(
     provider: ProviderSimulator, cassette_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from ghostrun import _runlog
+    from ghostrun._recording import _runlog
 
     cassette_dir.mkdir()  # replay never creates it, run log included
     log = _runlog.RunLog()
@@ -342,7 +342,7 @@ def test_python_dash_m_ghostrun_is_the_same_command() -> None:
 def test_diff_skips_a_snapshot_written_by_the_same_run_as_last(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from ghostrun import _runlog
+    from ghostrun._recording import _runlog
 
     fields = {"kind": "contains", "criterion": "c", "reason": "r", "judge": None}
     for passed, snapshot in ((True, "v1"), (False, "v2")):
@@ -409,7 +409,7 @@ def test_utf8_console_keeps_the_arrows(dessert_project: Path) -> None:
 
 
 def test_a_partial_run_of_one_test_says_1_test() -> None:
-    from ghostrun._inventory import partial_run
+    from ghostrun._store._inventory import partial_run
 
     run = {"tests": {"t": {}}, "previous": {"tests": 5, "finished": "earlier"}}
     assert partial_run(run) == ["it ran 1 test, the run before it (finished earlier) 5"]

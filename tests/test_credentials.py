@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ghostrun._credentials import (
+from ghostrun._secrets._credentials import (
     CREDENTIAL_ENDINGS,
     CREDENTIAL_STARTS,
     HARMLESS_FIELDS,
@@ -31,10 +31,10 @@ from ghostrun._credentials import (
     is_credential_param,
     squash,
 )
-from ghostrun._keys import _may_name_credential, _without_credentials, canonical_body
-from ghostrun._keys import has_credential_field as has_credential_key
-from ghostrun._mask import candidates, mask_text, patterns
-from ghostrun._redact import _may_hold, keep_response_header, redact_entry
+from ghostrun._secrets._credentials import has_credential_field as has_credential_key
+from ghostrun._secrets._mask import candidates, mask_text, patterns
+from ghostrun._secrets._redact import _may_hold, keep_response_header, redact_entry
+from ghostrun._store._keys import _may_name_credential, _without_credentials, canonical_body
 
 JSON_TYPE = "application/json"
 
@@ -43,7 +43,7 @@ JSON_TYPE = "application/json"
 def _forget_this_tests_secrets() -> Iterator[None]:
     """The process remembers every secret it saw, to scrub run logs: these tests' random
     ones (hypothesis tries words like "text/event-stream") must not scrub later tests."""
-    from ghostrun import _redact
+    from ghostrun._secrets import _redact
 
     before = dict(_redact._remembered)
     yield

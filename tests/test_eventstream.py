@@ -12,9 +12,9 @@ import orjson
 import pytest
 
 from ghostrun import CassetteError
-from ghostrun._cassette import decode_body, encode_chunks, read_run
-from ghostrun._eventstream import decode_chunks, encode_frame, read_frames
-from ghostrun._files import dump_json
+from ghostrun._core._files import dump_json
+from ghostrun._store._cassette import decode_body, encode_chunks, read_run
+from ghostrun._wire._eventstream import decode_chunks, encode_frame, read_frames
 
 EVENTSTREAM = "application/vnd.amazon.eventstream"
 EVERY_TYPE: list[tuple[str, Any]] = [

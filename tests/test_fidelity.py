@@ -27,7 +27,7 @@ from fidelity_corpus import CORPUS, DROPPED, GEMINI_HEADERS, OPENAI_COMPLETION, 
 from simulator import ProviderSimulator, RawReply
 
 import ghostrun
-from ghostrun._redact import keep_response_header
+from ghostrun._secrets._redact import keep_response_header
 
 LOOPBACK = ("127.0.0.1",)
 FRAMING = ("content-length", "content-encoding", "transfer-encoding")  # the body is decoded
@@ -262,7 +262,7 @@ def test_show_reads_a_formatted_body_and_a_carried_stream(
     name: str,
     shown: str,
 ) -> None:
-    from ghostrun import _cli
+    from ghostrun._tools import _cli
 
     provider.raw_replies[name] = CORPUS[name].reply
     with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=LOOPBACK) as s:

@@ -23,8 +23,8 @@ import pytest
 from simulator import ProviderSimulator
 
 import ghostrun
-from ghostrun import _guard
-from ghostrun._session import bypass_interception
+from ghostrun._intercept import _guard
+from ghostrun._recording._session import bypass_interception
 
 pytest_plugins = ["pytester"]
 

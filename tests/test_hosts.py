@@ -9,7 +9,7 @@ from sdk_calls import ollama_chat
 from simulator import ProviderSimulator
 
 import ghostrun
-from ghostrun._hosts import HostMatcher
+from ghostrun._core._hosts import HostMatcher
 
 
 @pytest.mark.parametrize(

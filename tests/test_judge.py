@@ -11,8 +11,8 @@ import pytest
 from simulator import closed_port_url
 
 import ghostrun
-from ghostrun._exceptions import GhostrunError, JudgeUnavailable
-from ghostrun._judges import (
+from ghostrun._core._exceptions import GhostrunError, JudgeUnavailable
+from ghostrun._judging._judges import (
     DEFAULT_OLLAMA_HOST,
     DEFAULT_OLLAMA_MODEL,
     SYSTEM_PROMPT,
@@ -232,8 +232,8 @@ def test_as_judge_rejects_non_judges() -> None:
 def test_importing_ghostrun_never_imports_ollama() -> None:
     code = (
         "import sys\n"
-        "import ghostrun, ghostrun._verdicts, ghostrun._judges\n"
-        "ghostrun._judges.OllamaJudge()\n"
+        "import ghostrun, ghostrun._judging._verdicts, ghostrun._judging._judges\n"
+        "ghostrun._judging._judges.OllamaJudge()\n"
         "assert 'ollama' not in sys.modules, 'ollama imported'\n"
     )
     result = subprocess.run(
@@ -414,7 +414,7 @@ async def test_async_grading_never_stalls_the_event_loop(
 
     import anyio
 
-    from ghostrun import _judges
+    from ghostrun._judging import _judges
 
     monkeypatch.setattr(_judges, "_tls", [], raising=False)  # as in a fresh process
     provider.judge_reply = lambda body: '{"verdict": "PASS", "reason": "fine"}'

@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 import pytest
 
-from ghostrun._keys import (
+from ghostrun._store._keys import (
     canonical_body,
     canonical_url,
     is_credential_field,

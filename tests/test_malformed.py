@@ -19,8 +19,8 @@ import pytest
 from simulator import ProviderSimulator
 
 import ghostrun
-from ghostrun import _cli
-from ghostrun._verdicts import grade
+from ghostrun._judging._verdicts import grade
+from ghostrun._tools import _cli
 
 LOOPBACK = ("127.0.0.1",)
 BODY = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}

@@ -47,7 +47,7 @@ def test_error_tree() -> None:
 
 
 def test_provider_hosts_cover_the_major_providers() -> None:
-    from ghostrun._hosts import HostMatcher
+    from ghostrun._core._hosts import HostMatcher
 
     matcher = HostMatcher(ghostrun.PROVIDER_HOSTS)
     for host in (
@@ -67,7 +67,7 @@ def test_provider_hosts_cover_the_major_providers() -> None:
 
 
 def test_hosts_accept_urls_and_ports() -> None:
-    from ghostrun._hosts import HostMatcher
+    from ghostrun._core._hosts import HostMatcher
 
     matcher = HostMatcher(["http://127.0.0.1:8080/v1", "  Example.org "])
     assert matcher("127.0.0.1", 8080) and not matcher("127.0.0.1", 8081)

@@ -33,7 +33,7 @@ import httpx
 import pytest
 
 import ghostrun
-from ghostrun._session import current_session
+from ghostrun._recording._session import current_session
 
 SIM = os.environ["SIM_URL"]
 

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from simulator import ProviderSimulator
 
-from ghostrun._cli import main
+from ghostrun._tools._cli import main
 
 SUITE = """
 import os

@@ -15,8 +15,9 @@ import pytest
 from simulator import ProviderSimulator
 
 import ghostrun
-from ghostrun import _diff, _runlog
-from ghostrun._exceptions import CassetteError
+from ghostrun._core._exceptions import CassetteError
+from ghostrun._recording import _runlog
+from ghostrun._tools import _diff
 
 LOOPBACK = ("127.0.0.1",)
 
@@ -301,8 +302,8 @@ def test_processes_sharing_a_run_id_add_to_one_run_log(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """examples/run_all.py runs three processes as one run: none may drop another's tests."""
-    from ghostrun._files import dump_json, write_atomic
-    from ghostrun._runlog import RUN_FORMAT_VERSION, _joined
+    from ghostrun._core._files import dump_json, write_atomic
+    from ghostrun._recording._runlog import RUN_FORMAT_VERSION, _joined
 
     def part(test: str, cassette: str) -> dict[str, Any]:
         return {

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from ghostrun._schema import json_equal, schema_errors
+from ghostrun._assertions._schema import json_equal, schema_errors
 
 ORDER = {
     "type": "object",

@@ -38,7 +38,7 @@ from hypothesis import strategies as st
 from simulator import ProviderSimulator
 
 import ghostrun
-from ghostrun._redact import MASK, collect_secrets, redact_entry
+from ghostrun._secrets._redact import MASK, collect_secrets, redact_entry
 
 PROMPT = "Summarise my account, please."
 MESSAGES: Any = [{"role": "user", "content": PROMPT}]
@@ -51,7 +51,7 @@ HOSTS = ("127.0.0.1",)
 def _forget_this_tests_secrets() -> Iterator[None]:
     """The process remembers every secret it saw, to scrub run logs: these tests' random
     ones (hypothesis tries words like "text/event-stream") must not scrub later tests."""
-    from ghostrun import _redact
+    from ghostrun._secrets import _redact
 
     before = dict(_redact._remembered)
     yield
@@ -804,7 +804,7 @@ def test_redact_hook_cannot_reintroduce_a_secret(
 
 # -- the property: no random secret, wherever it travels, reaches disk -------------------
 
-from ghostrun._credentials import could_be_credential  # noqa: E402
+from ghostrun._secrets._credentials import could_be_credential  # noqa: E402
 
 # Secrets that could be credentials (shorter ones are never masked in a response, by
 # design): ASCII for headers, any text for query and body carriers.
@@ -1031,7 +1031,7 @@ def test_an_echoed_key_reaches_neither_the_run_log_nor_the_verdicts(
     provider: ProviderSimulator, cassette_dir: Path
 ) -> None:
     """A model that repeats the key: its text is kept in runs/ and judge/ too, scrubbed."""
-    from ghostrun import _runlog
+    from ghostrun._recording import _runlog
 
     key = token("sk-proj-")
     provider.echo_auth = True
@@ -1184,7 +1184,7 @@ def test_a_password_property_of_a_tool_schema_is_structure(
 def test_a_placeholder_key_is_never_masked_and_its_verdict_replays(
     placeholder: str, provider: ProviderSimulator, cassette_dir: Path
 ) -> None:
-    from ghostrun import _runlog
+    from ghostrun._recording import _runlog
 
     prompt = f"is {placeholder} free?"
     graded: list[str] = []
@@ -1331,7 +1331,8 @@ def test_chunk_boundaries_are_kept_and_a_moved_one_is_said(
 @pytest.fixture
 def run_log() -> Any:
     """A fresh run log, and a process that has remembered no secret yet."""
-    from ghostrun import _redact, _runlog
+    from ghostrun._recording import _runlog
+    from ghostrun._secrets import _redact
 
     fresh = _runlog.RunLog()
     previous = _runlog.swap(fresh)
@@ -1372,7 +1373,7 @@ def test_a_body_field_secret_is_scrubbed_from_the_run_log(
 def test_in_replay_the_requests_secrets_are_remembered_too(
     run_log: Any, provider: ProviderSimulator, cassette_dir: Path
 ) -> None:
-    from ghostrun import _redact
+    from ghostrun._secrets import _redact
 
     key = random_secrets.token_hex(16)  # no known shape: only remembering can mask it
     with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=HOSTS):

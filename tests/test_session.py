@@ -15,8 +15,8 @@ from simulator import ProviderSimulator
 
 import ghostrun
 from ghostrun import Mode
-from ghostrun._modes import resolve_mode
-from ghostrun._session import current_session
+from ghostrun._core._config import resolve_mode
+from ghostrun._recording._session import current_session
 
 LOOPBACK = ("127.0.0.1",)
 HOOKED = [(lib, cls) for lib in (httpx, httpx2) for cls in (lib.Client, lib.AsyncClient)]

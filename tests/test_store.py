@@ -26,8 +26,9 @@ import pytest
 from simulator import ProviderSimulator
 
 import ghostrun
-from ghostrun import _cli, _inventory, _validate
-from ghostrun._files import GITIGNORE
+from ghostrun._core._files import GITIGNORE
+from ghostrun._store import _inventory, _validate
+from ghostrun._tools import _cli
 
 LOOPBACK = ("127.0.0.1",)
 BODY = {"model": "gpt-sim", "messages": [{"role": "user", "content": "Next step?"}]}
@@ -182,7 +183,7 @@ def test_xdist_record_keeps_each_tests_own_sequence(
 
 WRITER = """
 import sys
-from ghostrun._cassette import Cassette
+from ghostrun._store._cassette import Cassette
 
 directory = sys.argv[1]
 keys = [f"{n:032x}" for n in range(3)]
@@ -258,7 +259,7 @@ def test_a_temp_file_of_a_running_writer_is_left_alone(tmp_path: Path) -> None:
 
 
 def test_a_lock_file_left_by_a_killed_writer_is_listed_and_pruned(tmp_path: Path) -> None:
-    from ghostrun._lock import cassette_lock, lock_path
+    from ghostrun._core._lock import cassette_lock, lock_path
 
     target = str(tmp_path / f"{'b' * 32}.json")
     stale = Path(lock_path(target))
@@ -278,7 +279,7 @@ def test_a_lock_file_left_by_a_killed_writer_is_listed_and_pruned(tmp_path: Path
 def test_a_write_is_synced_to_disk_before_it_replaces_the_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ghostrun._files import write_atomic
+    from ghostrun._core._files import write_atomic
 
     events: list[str] = []
     real_fsync, real_replace = os.fsync, os.replace

@@ -24,15 +24,17 @@ from openai.types.responses import Response
 from simulator import ProviderSimulator
 from wire import responses
 
-from ghostrun._expect import ExpectationFailed, expect_tool_calls
-from ghostrun._tool_calls import ExpectToolCalls, ToolCall, normalize_tool_calls
+from ghostrun._assertions._expect import ExpectationFailed, expect_tool_calls
+from ghostrun._assertions._tool_calls import ExpectToolCalls, ToolCall, normalize_tool_calls
 
 
 @pytest.fixture(autouse=True)
 def recorded(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     """Outcomes sent to the run log, kept here instead (no run log files from this suite)."""
     seen: list[dict[str, Any]] = []
-    monkeypatch.setattr("ghostrun._runlog.record_assertion", lambda **kw: seen.append(kw))
+    monkeypatch.setattr(
+        "ghostrun._recording._runlog.record_assertion", lambda **kw: seen.append(kw)
+    )
     return seen
 
 

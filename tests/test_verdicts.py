@@ -14,10 +14,10 @@ import pytest
 from simulator import closed_port_url
 
 import ghostrun
-from ghostrun._config import settings
-from ghostrun._exceptions import CacheMiss, CassetteError, JudgeUnavailable
-from ghostrun._judges import PROMPT_TEMPLATE_VERSION, OllamaJudge, RawVerdict
-from ghostrun._verdicts import (
+from ghostrun._core._config import settings
+from ghostrun._core._exceptions import CacheMiss, CassetteError, JudgeUnavailable
+from ghostrun._judging._judges import PROMPT_TEMPLATE_VERSION, OllamaJudge, RawVerdict
+from ghostrun._judging._verdicts import (
     VOTE_TEMPERATURE,
     Verdict,
     agrade,
@@ -523,7 +523,7 @@ def test_cached_lookup_reads_one_file_and_calls_nobody(
     provider: Any, judge: OllamaJudge, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The hit path is one file read: counted, not timed (benchmarks/ times it)."""
-    import ghostrun._verdicts as verdicts
+    import ghostrun._judging._verdicts as verdicts
 
     grade("Sorry for the delay. " * 50, "apologises", judge)
     provider.stop()

@@ -573,7 +573,8 @@ def _base64_values(value: Any) -> Iterator[str]:
 def test_show_and_check_read_a_websocket_cassette(
     ws_provider: WebSocketSimulator, cassette_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from ghostrun import _cli, _runlog
+    from ghostrun._recording import _runlog
+    from ghostrun._tools import _cli
 
     url = ws_provider.url("/echo")
     with _session(cassette_dir, "auto"):

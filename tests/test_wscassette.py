@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 import ghostrun
-from ghostrun._intercept._wscassette import (
+from ghostrun._intercept._wslink import read_conversations
+from ghostrun._store._wscassette import (
     Close,
     Conversation,
     Script,
@@ -20,7 +21,6 @@ from ghostrun._intercept._wscassette import (
     encode_frame,
     url_prefix,
 )
-from ghostrun._intercept._wslink import read_conversations
 
 
 @pytest.mark.parametrize(

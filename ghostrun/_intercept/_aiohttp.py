@@ -37,9 +37,9 @@ from http import HTTPStatus
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from .._cassette import Recording
-from .._exceptions import UnsupportedHttpx
-from .._modes import Mode
+from .._core._exceptions import UnsupportedHttpx
+from .._core._modes import Mode
+from .._store._cassette import Recording
 from ._engine import Decoder, Exchange, Tape, decoder, is_stream, route
 
 __all__ = ["AiohttpAdapter", "Middleware"]

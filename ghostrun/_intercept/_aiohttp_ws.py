@@ -27,9 +27,9 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from .._exceptions import UnsupportedHttpx
-from .._session import bypass_interception
-from ._wscassette import Close
+from .._core._exceptions import UnsupportedHttpx
+from .._recording._session import bypass_interception
+from .._store._wscassette import Close
 from ._wslink import NeedsLive, Player, Recorder, open_link
 
 __all__ = ["AiohttpWsAdapter", "adapters"]

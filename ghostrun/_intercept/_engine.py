@@ -56,11 +56,16 @@ from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
-from .._cassette import Recording
-from .._exceptions import UnlistedHostWarning
-from .._modes import Mode
-from .._session import RequestInfo, Session, bypass_interception, current_session, passing_through
-from .._telemetry import EMPTY_SUCCESS
+from .._core._exceptions import UnlistedHostWarning
+from .._core._modes import Mode
+from .._recording._session import (
+    RequestInfo,
+    Session,
+    bypass_interception,
+    current_session,
+    passing_through,
+)
+from .._store._cassette import Recording
 
 __all__ = [
     "DROPPED_HEADERS",
@@ -73,6 +78,9 @@ __all__ = [
     "is_stream",
     "route",
 ]
+
+EMPTY_SUCCESS = Recording(200, [("content-type", "application/json")], b"{}")
+"""The local answer to telemetry in replay: a 200 with ``{}``, which every exporter accepts."""
 
 DROPPED_HEADERS = frozenset({"content-length", "content-encoding", "transfer-encoding"})
 """Framing headers of the live response, dropped from what is handed on: bodies are decoded."""

@@ -18,9 +18,9 @@ from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from types import ModuleType
 from typing import Any
 
-from .._cassette import Recording
-from .._exceptions import UnsupportedHttpx
-from .._session import Session
+from .._core._exceptions import UnsupportedHttpx
+from .._recording._session import Session
+from .._store._cassette import Recording
 from ._engine import Exchange, Tape, is_stream, route
 
 __all__ = ["HTTPX_FAMILY", "AsyncTransport", "Flavor", "HttpxFamilyAdapter", "Transport"]

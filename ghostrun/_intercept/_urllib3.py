@@ -38,8 +38,8 @@ from types import ModuleType
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from .._cassette import Recording
-from .._exceptions import UnsupportedHttpx
+from .._core._exceptions import UnsupportedHttpx
+from .._store._cassette import Recording
 from ._engine import Exchange, Tape, is_stream, route
 
 __all__ = ["Urllib3Adapter", "adapters"]

@@ -30,8 +30,8 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
-from .._exceptions import UnsupportedHttpx
-from ._wscassette import Close
+from .._core._exceptions import UnsupportedHttpx
+from .._store._wscassette import Close
 from ._wslink import NeedsLive, Player, Recorder, open_link
 
 __all__ = ["WebsocketsAdapter", "adapters"]

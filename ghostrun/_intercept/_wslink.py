@@ -31,15 +31,14 @@ from collections.abc import Iterable
 from pathlib import Path
 from urllib.parse import parse_qsl
 
-from .. import _validate
-from .._exceptions import CacheMiss, CassetteError
-from .._files import dump_json, ensure_dir, write_atomic
-from .._keys import canonical_url
-from .._lock import cassette_lock
-from .._modes import Mode
-from .._session import Session
-from ._engine import route
-from ._wscassette import (
+from .._core._exceptions import CacheMiss, CassetteError
+from .._core._files import dump_json, ensure_dir, write_atomic
+from .._core._lock import cassette_lock
+from .._core._modes import Mode
+from .._recording._session import Session
+from .._store import _validate
+from .._store._keys import canonical_url
+from .._store._wscassette import (
     Close,
     Conversation,
     Frame,
@@ -54,6 +53,7 @@ from ._wscassette import (
     secrets_of,
     url_prefix,
 )
+from ._engine import route
 
 __all__ = ["NeedsLive", "Player", "Recorder", "open_link"]
 
@@ -235,7 +235,7 @@ class Player:
         """No recording starts with this frame: the diff against the closest first frame."""
         import difflib
 
-        from .._miss import render_body
+        from .._store._render import render_body
 
         mine = render_body(frame)
         recorded = [(k, self._load(k)) for k in self.keys]

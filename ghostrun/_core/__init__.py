@@ -1,0 +1,12 @@
+"""Foundation: the errors, modes and settings, hosts, and safe files on disk.
+
+    _exceptions   every error and warning ghostrun raises
+    _modes        the modes and their names (vcrpy's too)
+    _config       ``configure()``, the environment, and the mode in force
+    _hosts        provider hosts and the host patterns sessions add
+    _telemetry    URLs that are never recorded (trace uploads)
+    _files        atomic writes, JSON in and out, temp and lock file names
+    _lock         one cassette's cross-process lock
+
+May import: nothing of ghostrun's (the standard library and orjson only).
+"""

@@ -1,0 +1,273 @@
+"""Atomic, durable, readable JSON files: the one way ghostrun writes to disk.
+
+A file is written to a temporary sibling, flushed to disk (``fsync``) and
+``os.replace``d over its name, so parallel workers, threads, killed processes
+and power losses never leave or read half a file: a reader sees the old
+content or the new, never an empty or a truncated one. When a write creates a
+file (or a directory) the directory itself is synced too, so the new name
+survives a power loss.
+
+Temporary files are named ``.<name>.ghostrun-tmp-<pid>-<thread>-<n>``: a
+killed process may leave one behind, and `is_temp` / `temp_owner` let
+``ghostrun check`` list it and ``ghostrun prune`` remove it once its process
+is gone. The first time ghostrun creates a cassette directory it writes a
+``.gitignore`` there (unless one exists) so that git never commits these
+temporary files, the lock files of `ghostrun._core._lock`, or ``runs/_last.json``.
+
+Directories are created only by writes: reading never creates anything, so a
+``replay`` session never makes a missing cassette directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import threading
+from typing import Any
+
+import orjson
+
+from ._exceptions import CassetteError
+
+__all__ = [
+    "GITIGNORE",
+    "LOCK_SUFFIX",
+    "TEMP_MARK",
+    "dump_json",
+    "ensure_dir",
+    "is_lock",
+    "is_temp",
+    "read_bytes",
+    "read_json",
+    "temp_owner",
+    "write_atomic",
+]
+
+TEMP_MARK = ".ghostrun-tmp-"
+LOCK_SUFFIX = ".ghostrun-lock"
+GITIGNORE = (
+    "# Written by ghostrun when it created this directory. Commit the cassettes\n"
+    "# (*.json) and judge/; never ghostrun's temporary and lock files, nor the\n"
+    "# log of the last run (snapshots under runs/ are yours to commit or not).\n"
+    f".*{TEMP_MARK}*\n"
+    f".*{LOCK_SUFFIX}\n"
+    "runs/_last.json\n"
+)
+_READ_SIZE = 1 << 16
+_serial = itertools.count()
+_PRETTY = orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
+
+
+def dump_json(value: Any, *, sort_keys: bool = True) -> bytes:
+    """Pretty JSON, so diffs in review are small and stable.
+
+    Keys sorted, unless the caller put them in the order it wants: a cassette
+    keeps a response body's keys in the provider's order (`_cassette`).
+    """
+    return orjson.dumps(value, option=(_PRETTY | orjson.OPT_SORT_KEYS) if sort_keys else _PRETTY)
+
+
+# -- writing ---------------------------------------------------------------------------------
+
+
+def write_atomic(
+    path: str | os.PathLike[str],
+    data: bytes,
+    *,
+    root: str | os.PathLike[str] | None = None,
+    make_root: bool = True,
+) -> None:
+    """Write ``data`` to ``path`` so no reader, crash or power loss ever sees a partial file.
+
+    ``root`` is the cassette directory the file belongs to (default: the
+    file's own directory): when it is missing it is created (with its
+    ``.gitignore``) unless ``make_root`` is false, in which case the write is
+    a CassetteError. The temporary name is unique per process, thread and
+    write; the file gets the usual permissions (umask), since cassettes are
+    meant to be committed. Plain ``os`` calls on ``str`` paths: record mode
+    writes a file per request.
+    """
+    path = os.fspath(path)
+    head, name = os.path.split(path)
+    tmp = os.path.join(head, temp_name(name))
+    try:
+        fd = _create(tmp, head, root, make_root)
+    except OSError as exc:
+        raise CassetteError(
+            f"cannot write {path}: {exc.strerror or exc}. "
+            "Make the directory writable or point GHOSTRUN_CASSETTE_DIR elsewhere."
+        ) from exc
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        created = not os.path.lexists(path)
+        os.replace(tmp, path)
+        if created:
+            _sync_dir(head)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise CassetteError(f"cannot write {path}: {exc.strerror or exc}") from exc
+        raise
+
+
+def temp_name(name: str) -> str:
+    """The temporary sibling of the file ``name`` for this write (see `is_temp`)."""
+    return f".{name}{TEMP_MARK}{os.getpid()}-{threading.get_ident()}-{next(_serial)}"
+
+
+def is_temp(name: str) -> bool:
+    """Whether a file name is one of ghostrun's temporary files."""
+    return name.startswith(".") and TEMP_MARK in name
+
+
+def is_lock(name: str) -> bool:
+    """Whether a file name is one of ghostrun's lock files (`ghostrun._core._lock`)."""
+    return name.startswith(".") and name.endswith(LOCK_SUFFIX)
+
+
+def temp_owner(name: str) -> int | None:
+    """The id of the process that wrote a temporary file, or None if the name has none."""
+    pid = name.rpartition(TEMP_MARK)[2].split("-", 1)[0]
+    return int(pid) if pid.isdigit() else None
+
+
+def _create(tmp: str, directory: str, root: str | os.PathLike[str] | None, make: bool) -> int:
+    """Open a new file exclusively; make its directory only when it is missing."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+    try:
+        return os.open(tmp, flags, 0o666)
+    except FileNotFoundError:
+        ensure_dir(directory or ".", root, make_root=make)
+        return os.open(tmp, flags, 0o666)
+
+
+def ensure_dir(
+    directory: str | os.PathLike[str],
+    root: str | os.PathLike[str] | None = None,
+    *,
+    make_root: bool = True,
+) -> None:
+    """Make ``directory`` (inside the cassette directory ``root``) if it is missing.
+
+    A root ghostrun creates gets a ``.gitignore``. A dangling symbolic link,
+    or a file where a directory should be, is a CassetteError saying so.
+    """
+    directory = os.fspath(directory)
+    if os.path.isdir(directory):
+        return
+    top = os.fspath(root) if root is not None else directory
+    if not os.path.isdir(top):
+        if not make_root:
+            raise CassetteError(
+                f"no cassette directory at {os.path.abspath(top)}, and this write never "
+                "creates one: record something first (GHOSTRUN_MODE=auto or record)"
+            )
+        _make_root(top)
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as exc:
+        raise CassetteError(_cannot_create(directory, exc)) from exc
+
+
+def _make_root(root: str) -> None:
+    try:
+        os.makedirs(root)
+    except FileExistsError:
+        if os.path.isdir(root):
+            return  # another process made it first; it writes the .gitignore
+        raise CassetteError(_cannot_create(root, None)) from None
+    except OSError as exc:
+        raise CassetteError(_cannot_create(root, exc)) from exc
+    _sync_dir(os.path.dirname(os.path.abspath(root)))
+    gitignore = os.path.join(root, ".gitignore")
+    if not os.path.lexists(gitignore):
+        write_atomic(gitignore, GITIGNORE.encode())
+
+
+def _cannot_create(directory: str, exc: OSError | None) -> str:
+    """Why a directory cannot be made, naming a dangling link or a file in the way."""
+    shown = os.path.abspath(directory)
+    probe = shown
+    while probe and not os.path.lexists(probe):
+        probe = os.path.dirname(probe) if os.path.dirname(probe) != probe else ""
+    if probe and os.path.islink(probe) and not os.path.exists(probe):
+        return (
+            f"cannot create the cassette directory {shown}: {probe} is a symbolic link to "
+            f"{os.readlink(probe)}, which does not exist. Create the link's target, or "
+            "point GHOSTRUN_CASSETTE_DIR elsewhere."
+        )
+    if probe and not os.path.isdir(probe):
+        return (
+            f"cannot create the cassette directory {shown}: {probe} is a file, not a "
+            "directory. Move it, or point GHOSTRUN_CASSETTE_DIR elsewhere."
+        )
+    reason = f": {exc.strerror or exc}" if exc is not None else ""
+    return (
+        f"cannot create the cassette directory {shown}{reason}. Make its parent writable "
+        "or point GHOSTRUN_CASSETTE_DIR elsewhere."
+    )
+
+
+def _sync_dir(directory: str) -> None:
+    """Make a new name in ``directory`` survive a power loss (POSIX; a no-op elsewhere)."""
+    if os.name != "posix":
+        return
+    try:
+        fd = os.open(directory or ".", os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        with contextlib.suppress(OSError):  # some file systems cannot sync a directory
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+# -- reading ---------------------------------------------------------------------------------
+
+
+def read_json(path: str | os.PathLike[str]) -> Any | None:
+    """The parsed file, ``None`` if it does not exist, or a CassetteError naming it.
+
+    Raw: callers that use what they read go through `ghostrun._store._validate`.
+    """
+    data = read_bytes(path)
+    if data is None:
+        return None
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise CassetteError(
+            f"corrupt file {path}: not valid JSON ({exc}). "
+            "Delete it and re-record with GHOSTRUN_MODE=record."
+        ) from exc
+
+
+def read_bytes(path: str | os.PathLike[str]) -> bytes | None:
+    """The file's bytes, ``None`` if it does not exist, or a CassetteError naming it.
+
+    ``Path.read_bytes`` without the file object: replay reads a file per request.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise CassetteError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    try:
+        chunks = [os.read(fd, _READ_SIZE)]
+        while len(chunks[-1]) == _READ_SIZE:  # a shorter read is the end of the file
+            chunks.append(os.read(fd, _READ_SIZE))
+        return b"".join(chunks)
+    except OSError as exc:
+        raise CassetteError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    finally:
+        os.close(fd)

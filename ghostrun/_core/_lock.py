@@ -1,0 +1,148 @@
+"""The per-cassette lock: one writer at a time per cassette, across processes.
+
+Adding a response to a cassette is a read-modify-write: read the file, add
+the entry, replace the file. Two writers doing it at once (two ``pytest -n``
+workers, two scripts, two threads) would each replace the file with their own
+view, and one response would be lost. `cassette_lock` serialises them with an
+advisory lock on a sibling file, ``.<key>.json.ghostrun-lock``; the writer
+re-reads the cassette once it holds the lock.
+
+POSIX: ``fcntl.flock`` (every ``open`` takes its own lock, so threads of one
+process exclude each other too; the kernel drops the lock when a process
+dies). The lock file is removed by its holder before it lets go, and a
+waiter that wakes up holding a lock on a removed file tries again, so the
+directory keeps no lock files. Windows: ``msvcrt.locking`` on the first byte
+of the lock file, which stays in place (Windows cannot remove a file another
+process holds open); ``ghostrun prune`` removes lock files nobody holds.
+
+Readers never lock: files are replaced atomically (`ghostrun._core._files`), so a
+replay reads the old cassette or the new, never half of one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Iterator
+
+from ._files import LOCK_SUFFIX
+
+__all__ = ["cassette_lock", "is_held", "lock_path", "try_remove_stale_lock"]
+
+
+def lock_path(path: str) -> str:
+    """The lock file guarding the file at ``path``."""
+    head, name = os.path.split(path)
+    return os.path.join(head, f".{name}{LOCK_SUFFIX}")
+
+
+@contextlib.contextmanager
+def cassette_lock(path: str) -> Iterator[None]:
+    """Hold the lock of the file at ``path`` (its directory must exist)."""
+    where = lock_path(path)
+    fd = _acquire(where)
+    try:
+        yield
+    finally:
+        _release(fd, where)
+
+
+if sys.platform == "win32":
+    import msvcrt
+
+    def _acquire(where: str) -> int:
+        fd = os.open(where, os.O_RDWR | os.O_CREAT, 0o666)
+        while True:
+            try:
+                msvcrt.locking(fd, msvcrt.LK_LOCK, 1)  # retries for 10 s, then raises
+                return fd
+            except OSError:
+                continue
+
+    def _release(fd: int, where: str) -> None:
+        try:
+            os.lseek(fd, 0, os.SEEK_SET)
+            msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+        finally:
+            os.close(fd)
+
+    def is_held(where: str) -> bool:
+        """Whether a writer holds the lock file ``where`` now (it is left as it is)."""
+        try:
+            fd = os.open(where, os.O_RDWR)
+        except OSError:
+            return False
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        except OSError:
+            return True
+        finally:
+            os.close(fd)  # closing drops a lock this probe took
+        return False
+
+    def try_remove_stale_lock(where: str) -> bool:
+        """Remove a lock file nobody holds; False if someone does."""
+        try:
+            os.unlink(where)
+        except PermissionError:
+            return False
+        except FileNotFoundError:
+            pass
+        return True
+
+else:
+    import fcntl
+
+    def _acquire(where: str, blocking: bool = True) -> int:
+        flags = fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB
+        while True:
+            fd = os.open(where, os.O_RDWR | os.O_CREAT, 0o666)
+            try:
+                fcntl.flock(fd, flags)
+                if _still_named(fd, where):
+                    return fd
+            except BaseException:
+                os.close(fd)
+                raise
+            os.close(fd)  # the holder removed this file before letting go: take the new one
+
+    def _still_named(fd: int, where: str) -> bool:
+        try:
+            named = os.stat(where)
+        except FileNotFoundError:
+            return False
+        mine = os.fstat(fd)
+        return (named.st_dev, named.st_ino) == (mine.st_dev, mine.st_ino)
+
+    def _release(fd: int, where: str) -> None:
+        try:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(where)  # while still holding it: see _acquire
+        finally:
+            os.close(fd)
+
+    def is_held(where: str) -> bool:
+        """Whether a writer holds the lock file ``where`` now (it is left as it is)."""
+        try:
+            fd = os.open(where, os.O_RDONLY)
+        except OSError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)  # closing drops a lock this probe took
+        return False
+
+    def try_remove_stale_lock(where: str) -> bool:
+        """Remove a lock file nobody holds (its writer was killed); False if someone does."""
+        try:
+            fd = _acquire(where, blocking=False)
+        except BlockingIOError:
+            return False
+        except FileNotFoundError:
+            return True
+        _release(fd, where)
+        return True

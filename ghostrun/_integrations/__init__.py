@@ -1,0 +1,7 @@
+"""Test frameworks: unittest's mixin here; the pytest plugin is ``ghostrun.pytest_plugin``
+(public: pytest loads it by that name), and belongs to this layer too.
+
+    _unittest     ``TestCaseMixin``: a session per test, outcomes in the run log
+
+May import: `_core`, `_wire`, `_secrets`, `_store`, `_recording`, `_intercept`, `_judging`, `_assertions`.
+"""

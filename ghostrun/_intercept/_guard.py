@@ -1,0 +1,443 @@
+"""The guard: in replay, nothing reaches a provider host but through ghostrun (DESIGN §1).
+
+In ``replay`` every exchange with a provider is answered from a cassette by
+one of the adapters, which never open a connection. So any DNS lookup of, or
+connect to, a provider host (`PROVIDER_HOSTS`) or one of the governing
+session's ``hosts`` is traffic no adapter made: a library ghostrun does not
+intercept (stdlib ``http.client``/``urllib``, a framework's own socket client,
+``websockets``). The guard refuses it with `CacheMiss` before any byte is
+sent (a lookup is refused before the resolver is asked), naming the host and
+the first caller outside ghostrun and the networking modules. The miss is
+booked on the governing session like any other (``misses``, raised again at
+exit if swallowed). With ``block_network`` it also refuses every host that is
+not loopback (127.0.0.0/8, ``::1``, ``localhost``).
+
+Who decides is the governing session of the calling context (DESIGN §2):
+only one in ``replay`` is guarded; traffic inside `bypass_interception` (the
+judge) always passes. With no session, the suite-wide mode decides
+(``GHOSTRUN_MODE=replay``, ``--ghostrun-replay``), with ``GHOSTRUN_HOSTS`` and
+``GHOSTRUN_BLOCK_NETWORK``.
+
+The hooks, the narrowest points every Python client goes through:
+``socket.getaddrinfo``, ``gethostbyname``, ``gethostbyname_ex`` (every name
+lookup: ``create_connection``, ``http.client``, urllib3, trio's resolver
+thread), ``socket.socket.connect`` and ``connect_ex`` (every connect, an
+IP-literal address included, and asyncio's selector loops, whose
+``sock_connect`` calls ``connect``), and asyncio's ``BaseEventLoop.getaddrinfo``
+(checked in the calling task's context and resolved in the executor under a
+copy of it, so the worker thread decides as the task's session would), and
+grpc's channel constructors (``grpc.insecure_channel``/``secure_channel`` and
+their ``grpc.aio`` twins), since grpc's C core resolves and connects past
+Python's socket module: a channel to a guarded target is refused when it is
+made. Not seen: a grpc channel made before the guard was installed, and other
+code that networks in C (uvloop, c-ares).
+
+Installed reference-counted (`acquire`/`release`): by every open session in
+``replay``, by the pytest plugin for the whole run when the suite-wide mode is
+``replay``, and by ``import ghostrun`` when ``GHOSTRUN_MODE=replay`` is set
+(`install_for_suite`). A hooked module not imported yet is patched the moment
+it is imported, so ``import ghostrun`` never imports ``socket`` or
+``asyncio`` itself. The last release restores the exact original functions.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import os
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from types import FrameType, ModuleType
+from typing import TYPE_CHECKING, Any
+
+from .._core._config import block_network_default, settings, suite_mode
+from .._core._exceptions import CacheMiss
+from .._core._hosts import PROVIDER_HOSTS, HostMatcher, host_name
+from .._core._modes import Mode
+from .._recording._session import Session, _bypass, current_session
+
+if TYPE_CHECKING:
+    from importlib.machinery import ModuleSpec
+
+__all__ = ["acquire", "check", "install_for_suite", "installed", "is_loopback", "release"]
+
+_SOCKET, _ASYNCIO, _GRPC = "socket", "asyncio.base_events", "grpc"
+_HOOKED = (_SOCKET, _ASYNCIO, _GRPC)
+# Frames of these modules are plumbing: the call site named is the first frame outside them.
+_PLUMBING = (
+    "ghostrun",
+    "socket",
+    "ssl",
+    "selectors",
+    "asyncio",
+    "concurrent",
+    "threading",
+    "http",
+    "urllib",
+    "trio",
+    "anyio",
+    "sniffio",
+    "grpc",
+)
+_SERVICES = {"http": 80, "https": 443, "ws": 80, "wss": 443}
+_ABSENT: Any = object()
+
+_lock = threading.RLock()
+_count = 0
+_restorers: list[Callable[[], None]] = []
+_pending: set[str] = set()  # hooked modules not imported yet, patched when they are
+_wrappers: dict[tuple[Any, str], tuple[Any, Any]] = {}  # (owner, attr): (original, wrapper)
+_providers = HostMatcher(PROVIDER_HOSTS)
+_suite_matchers: dict[tuple[str, ...], HostMatcher] = {}
+_loopback: dict[str, bool] = {}
+
+
+# -- installing and restoring --------------------------------------------------------
+
+
+def acquire() -> None:
+    """Install the hooks (the first caller does), for as long as `release` is not called."""
+    global _count
+    with _lock:
+        if _count == 0:
+            _install()
+        _count += 1
+
+
+def release() -> None:
+    """The last release restores the exact original functions."""
+    global _count
+    with _lock:
+        _count -= 1
+        if _count == 0:
+            _pending.clear()
+            _watcher.remove()
+            while _restorers:
+                _restorers.pop()()
+
+
+def installed() -> bool:
+    return _count > 0
+
+
+def install_for_suite() -> None:
+    """``import ghostrun`` under ``GHOSTRUN_MODE=replay``: guard the whole process."""
+    if os.environ.get("GHOSTRUN_MODE", "").strip().lower() == Mode.REPLAY.value:
+        acquire()
+
+
+def _install() -> None:
+    _pending.update(_HOOKED)
+    for name in _HOOKED:
+        module = sys.modules.get(name)
+        if module is not None:
+            _patch(name, module)
+    if _pending:
+        _watcher.add()
+
+
+def _patch(name: str, module: ModuleType) -> None:
+    """Hook one module, once per install (the watcher calls this too)."""
+    with _lock:
+        if name not in _pending:
+            return
+        _pending.discard(name)
+        if name == _SOCKET:
+            for attr in ("getaddrinfo", "gethostbyname", "gethostbyname_ex"):
+                _replace(module, attr, _guard_lookup)
+            for attr in ("connect", "connect_ex"):
+                _replace(module.socket, attr, _guard_connect)
+        elif name == _ASYNCIO:
+            _replace(module.BaseEventLoop, "getaddrinfo", _guard_loop_lookup)
+        else:
+            for owner in filter(None, (module, getattr(module, "aio", None))):
+                for attr in ("insecure_channel", "secure_channel"):
+                    _replace(owner, attr, _guard_channel)
+        if not _pending:
+            _watcher.remove()
+
+
+def _replace(owner: Any, attr: str, wrap: Callable[[Any], Any]) -> None:
+    own = owner.__dict__.get(attr, _ABSENT)  # connect is inherited from _socket.socket
+    current = getattr(owner, attr)
+    made = _wrappers.get((owner, attr))
+    if made is None or made[0] is not current:  # built once: a session per test reinstalls
+        made = _wrappers[(owner, attr)] = (current, wrap(current))
+    setattr(owner, attr, made[1])
+    _restorers.append(functools.partial(_put_back, owner, attr, own))
+
+
+def _put_back(owner: Any, attr: str, own: Any) -> None:
+    if own is _ABSENT:
+        delattr(owner, attr)
+    else:
+        setattr(owner, attr, own)
+
+
+class _Watcher:
+    """A meta path finder: patches a hooked module the moment it is first imported.
+
+    Not an ``importlib.abc`` subclass: importing that would cost ``import ghostrun`` 5 ms.
+    """
+
+    def add(self) -> None:
+        if self not in sys.meta_path:
+            sys.meta_path.insert(0, self)
+
+    def remove(self) -> None:
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
+        if fullname not in _pending:
+            return None
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            spec: ModuleSpec | None = (
+                None if finder is self or find is None else find(fullname, path, target)
+            )
+            if spec is not None and spec.loader is not None:
+                # A loader by duck type: the importlib.abc base class costs 5 ms to import.
+                spec.loader = _PatchAfterLoading(spec.loader, fullname)  # type: ignore[assignment]
+                return spec
+        return None
+
+
+class _PatchAfterLoading:
+    """Runs the module's own loader, puts that loader back, then hooks the module."""
+
+    def __init__(self, loader: Any, name: str) -> None:
+        self.loader, self.name = loader, name
+
+    def create_module(self, spec: ModuleSpec) -> ModuleType | None:
+        created: ModuleType | None = self.loader.create_module(spec)
+        return created
+
+    def exec_module(self, module: ModuleType) -> None:
+        self.loader.exec_module(module)
+        module.__loader__ = self.loader
+        if module.__spec__ is not None:
+            module.__spec__.loader = self.loader
+        _patch(self.name, module)
+
+
+_watcher = _Watcher()
+
+
+# -- the hooks -----------------------------------------------------------------------
+
+
+def _guard_lookup(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def lookup(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if host:
+            check(host, args[0] if args else kwargs.get("port"), "look up")
+        return original(host, *args, **kwargs)
+
+    return lookup
+
+
+def _guard_connect(original: Callable[..., Any]) -> Callable[..., Any]:
+    socket = sys.modules[_SOCKET]
+    inet = frozenset({socket.AF_INET, socket.AF_INET6})
+
+    @functools.wraps(original)
+    def connect(self: Any, address: Any) -> Any:
+        if isinstance(address, tuple) and len(address) in (2, 4) and self.family in inet:
+            check(address[0], address[1], "connect to")
+        return original(self, address)
+
+    return connect
+
+
+def _guard_loop_lookup(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    async def getaddrinfo(
+        self: Any, host: Any, port: Any, *, family: int = 0, type: int = 0, proto: int = 0,
+        flags: int = 0,
+    ) -> Any:  # fmt: skip
+        if host:
+            check(host, port, "look up")
+        socket = sys.modules[_SOCKET]
+        resolve = getattr(self, "_getaddrinfo_debug", None) if self.get_debug() else None
+        context = contextvars.copy_context()  # the executor's thread decides as this task would
+        return await self.run_in_executor(
+            None, context.run, resolve or socket.getaddrinfo, host, port, family, type, proto, flags
+        )
+
+    return getaddrinfo
+
+
+def _guard_channel(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def channel(target: Any, *args: Any, **kwargs: Any) -> Any:
+        address = _grpc_address(_text(target))
+        if address is not None:
+            check(*address, "open a gRPC channel to")
+        return original(target, *args, **kwargs)
+
+    return channel
+
+
+def _grpc_address(target: str) -> tuple[str, int] | None:
+    """Host and port of a grpc target (``host:port``, ``dns:///host:port``, ``ipv4:...``)."""
+    scheme, _sep, rest = target.partition(":")
+    if scheme in ("unix", "unix-abstract", "vsock"):
+        return None
+    if scheme == "dns":
+        rest = rest[2:].partition("/")[2] if rest.startswith("//") else rest
+    elif scheme in ("ipv4", "ipv6"):
+        rest = rest.split(",")[0]
+    else:
+        rest = target
+    if rest.startswith("["):  # [::1]:50051
+        host, _sep, tail = rest[1:].partition("]")
+        port = tail[1:]
+    elif rest.count(":") == 1:
+        host, port = rest.split(":")
+    else:  # a host alone, or a bare IPv6 address
+        host, port = rest, ""
+    return host, int(port) if port.isdigit() else 443  # grpc's default port
+
+
+# -- the decision --------------------------------------------------------------------
+
+
+def check(host: Any, port: Any, action: str) -> None:
+    """Raise `CacheMiss` if the guard refuses ``action`` on ``host``; cheap when it allows."""
+    if _bypass.get():
+        return
+    session = current_session()
+    if session is not None:
+        if session.mode is not Mode.REPLAY:
+            return
+        matcher, block = session._matcher, session.block_network
+    elif suite_mode() is Mode.REPLAY:
+        matcher, block = _suite_matcher(), block_network_default()
+    else:
+        return
+    name, number = _text(host), _port(port)
+    if matcher(name, number):
+        raise _refuse(session, _provider_miss(session, name, number, action))
+    if block and not is_loopback(name):
+        raise _refuse(session, _blocked_miss(session, name, number, action))
+
+
+def is_loopback(host: str) -> bool:
+    """127.0.0.0/8, ``::1`` and ``localhost``: what ``block_network`` lets through."""
+    found = _loopback.get(host)
+    if found is None:
+        import ipaddress
+
+        name = host_name(host)
+        try:
+            found = name == "localhost" or ipaddress.ip_address(name).is_loopback
+        except ValueError:
+            found = name.endswith(".localhost")
+        _loopback[host] = found
+    return found
+
+
+def _suite_matcher() -> HostMatcher:
+    extra = settings.extra_hosts()
+    matcher = _suite_matchers.get(extra)
+    if matcher is None:
+        matcher = _suite_matchers[extra] = HostMatcher(PROVIDER_HOSTS + extra)
+    return matcher
+
+
+def _text(host: Any) -> str:
+    if isinstance(host, bytes | bytearray):
+        return bytes(host).decode("ascii", "replace")
+    return str(host)
+
+
+def _port(port: Any) -> int | None:
+    if isinstance(port, bytes | bytearray):
+        port = bytes(port).decode("ascii", "replace")
+    if isinstance(port, int):
+        return port
+    if isinstance(port, str):
+        return int(port) if port.isdigit() else _SERVICES.get(port.lower())
+    return None
+
+
+# -- the refusal ---------------------------------------------------------------------
+
+
+def _refuse(session: Session | None, message: str) -> CacheMiss:
+    miss = CacheMiss(message)
+    if session is not None:
+        session.book(miss)
+    return miss
+
+
+def _provider_miss(session: Session | None, host: str, port: int | None, action: str) -> str:
+    where = _address(host, port)
+    why = (
+        "a provider host (ghostrun.PROVIDER_HOSTS)"
+        if _providers(host, port)
+        else "listed in hosts= (the session's, configure()'s or GHOSTRUN_HOSTS)"
+    )
+    return "\n".join(
+        [
+            f"ghostrun: replay mode never touches the network, and {_caller()} tried to "
+            f"{action} {where}, {why}, {_governed(session)}.",
+            "  Only requests sent through a road ghostrun intercepts are replayed (the README's "
+            '"The roads we intercept"); this one went around them, so it was refused before '
+            "any byte was sent.",
+            "  To fix it: send this call through an intercepted client (httpx, httpx2, aiohttp, "
+            "...), or keep this test out of replay (GHOSTRUN_MODE=auto records it live).",
+        ]
+    )
+
+
+def _blocked_miss(session: Session | None, host: str, port: int | None, action: str) -> str:
+    source = (
+        "this session's block_network=True"
+        if session is not None and session._arguments.get("block_network")
+        else "GHOSTRUN_BLOCK_NETWORK=1 or --ghostrun-block-network"
+    )
+    return "\n".join(
+        [
+            f"ghostrun: block_network is on ({source}), so in replay mode only loopback "
+            f"(127.0.0.0/8, ::1, localhost) may be reached, and {_caller()} tried to {action} "
+            f"{_address(host, port)}, {_governed(session)}.",
+            "  To allow it, pass block_network=False to the session this code runs in, or run "
+            "without GHOSTRUN_BLOCK_NETWORK / --ghostrun-block-network; or serve it on loopback.",
+        ]
+    )
+
+
+def _governed(session: Session | None) -> str:
+    if session is None:
+        return (
+            "outside any session, with the suite-wide mode replay "
+            "(GHOSTRUN_MODE=replay or --ghostrun-replay)"
+        )
+    return f"in session {session.name or '(unnamed)'}"
+
+
+def _address(host: str, port: int | None) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return shown if port is None else f"{shown}:{port}"
+
+
+def _caller() -> str:
+    """The first frame outside ghostrun and the networking modules: who made this call."""
+    frame: FrameType | None = sys._getframe(2)
+    while frame is not None:
+        module = str(frame.f_globals.get("__name__", ""))
+        if not _is_plumbing(module):
+            code = frame.f_code
+            library = module.partition(".")[0] or "?"
+            return f"{library} ({code.co_filename}:{frame.f_lineno}, in {code.co_name})"
+        frame = frame.f_back
+    return "code in a worker thread"
+
+
+def _is_plumbing(module: str) -> bool:
+    return any(module == name or module.startswith(name + ".") for name in _PLUMBING)

@@ -1,0 +1,426 @@
+"""Grading with cached, voted verdicts: what semantic assertions call.
+
+A verdict is cached as one readable JSON file, ``<cassette_dir>/judge/<key>.json``,
+keyed by the judge's identity (backend and model), the prompt-template
+version, the vote count, the text and the criterion, so changing any of them
+re-grades and no judge ever reuses another's opinion. The session's mode
+applies as for requests: ``auto`` grades on a miss, ``record`` always
+re-grades, ``replay`` never calls the judge and raises `CacheMiss`.
+
+The core (keys, vote plans, tallies, the file format) is pure; `grade` and
+`agrade` are thin shells that differ only in how the draws run: threads for
+sync code, an anyio task group for async code (asyncio or trio).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import hashlib
+import os
+import unittest
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .._core._config import resolve_mode, settings
+from .._core._exceptions import CacheMiss, JudgeUnavailable
+from .._core._files import dump_json, write_atomic
+from .._core._modes import Mode
+from .._recording import _runlog
+from .._secrets._redact import scrub_text
+from .._store import _validate
+from ._judges import PROMPT_TEMPLATE_VERSION, Judge, OllamaJudge, RawVerdict, as_judge, no_recording
+from ._script import ghostrun_skip
+
+__all__ = [
+    "VERDICT_FORMAT_VERSION",
+    "VOTE_TEMPERATURE",
+    "Verdict",
+    "agrade",
+    "current_cassette_dir",
+    "draw_plan",
+    "grade",
+    "resolve_judge",
+    "tally",
+    "verdict_key",
+]
+
+VERDICT_FORMAT_VERSION = _validate.FORMAT_VERSIONS["verdict"]
+VOTE_TEMPERATURE = 0.7
+"""Sampling temperature of a multi-vote grade: at 0 every seed would draw the same answer."""
+
+_ON_UNAVAILABLE_ENV = "GHOSTRUN_ON_JUDGE_UNAVAILABLE"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A judge's (majority) answer on whether a text meets a criterion."""
+
+    passed: bool
+    reason: str
+    judge: str
+    votes: int = 1
+    flip_rate: float = 0.0
+    cached: bool = False
+
+
+@dataclass(frozen=True)
+class _Draw:
+    seed: int | None
+    temperature: float
+
+
+# --- the pure core ---------------------------------------------------------------------
+
+
+def verdict_key(identity: str, votes: int, text: str, criterion: str) -> str:
+    """The cache key: 32 hex digits of sha256 over everything that changes the verdict."""
+    payload = orjson.dumps([identity, PROMPT_TEMPLATE_VERSION, votes, text, criterion])
+    return hashlib.sha256(payload).hexdigest()[:32]
+
+
+def draw_plan(votes: int) -> list[_Draw]:
+    """One deterministic draw, or N sampled draws with distinct seeds 1..N."""
+    if isinstance(votes, bool) or not isinstance(votes, int) or votes < 1:
+        raise ValueError(f"a judge's votes must be a positive integer, got {votes!r}")
+    if votes == 1:
+        return [_Draw(None, 0.0)]
+    return [_Draw(seed, VOTE_TEMPERATURE) for seed in range(1, votes + 1)]
+
+
+def tally(draws: Sequence[RawVerdict], identity: str) -> Verdict:
+    """The majority verdict and its flip rate (minority / N); a tie fails."""
+    n = len(draws)
+    passes = sum(d.passed for d in draws)
+    passed = passes * 2 > n
+    reason = next(d.reason for d in draws if d.passed == passed)
+    if passes * 2 == n:
+        reason = f"tie ({passes} PASS, {n - passes} FAIL) counts as FAIL: {reason}"
+    flip_rate = min(passes, n - passes) / n
+    return Verdict(passed, reason, identity, votes=n, flip_rate=flip_rate)
+
+
+def _record(
+    key: str,
+    text: str,
+    criterion: str,
+    verdict: Verdict,
+    plan: Sequence[_Draw],
+    draws: Sequence[RawVerdict],
+) -> dict[str, Any]:
+    """The verdict file's content: everything a reviewer needs to judge the judge."""
+    return {
+        "version": VERDICT_FORMAT_VERSION,
+        "key": key,
+        "judge": verdict.judge,
+        "prompt_template_version": PROMPT_TEMPLATE_VERSION,
+        "criterion": scrub_text(criterion),
+        "text": scrub_text(text),
+        "verdict": _word(verdict.passed),
+        "reason": scrub_text(verdict.reason),
+        "votes": verdict.votes,
+        "flip_rate": verdict.flip_rate,
+        "draws": [
+            {
+                "seed": step.seed,
+                "temperature": step.temperature,
+                "verdict": _word(d.passed),
+                "reason": scrub_text(d.reason),
+            }
+            for step, d in zip(plan, draws, strict=True)
+        ],
+    }
+
+
+def _word(passed: bool) -> str:
+    return "PASS" if passed else "FAIL"
+
+
+def _from_record(record: dict[str, Any]) -> Verdict:
+    """A cached Verdict from a file `ghostrun._store._validate` checked."""
+    return Verdict(
+        record["verdict"] == "PASS",
+        record["reason"],
+        record["judge"],
+        record.get("votes", 1),
+        float(record.get("flip_rate", 0.0)),
+        cached=True,
+    )
+
+
+# --- context: judge, mode, cassette dir ------------------------------------------------
+
+
+def resolve_judge(judge: Any = None) -> Judge:
+    """The judge given, else the configured one, else a default `OllamaJudge`."""
+    if judge is None:
+        judge = settings.judge
+    if judge is None:
+        return OllamaJudge()
+    return as_judge(judge)
+
+
+@dataclass(frozen=True)
+class _Context:
+    mode: Mode
+    cassette_dir: Path
+    session: Any
+
+
+def _context(mode: Mode | None = None, cassette_dir: Path | None = None) -> _Context:
+    """The governing session's mode and directory, else the suite-wide ones.
+
+    A caller outside any test (``ghostrun calibrate``) names its own directory,
+    and its mode if it has one; the suite-wide switch still beats that mode.
+    """
+    from .._recording import _session
+
+    if cassette_dir is not None:
+        return _Context(resolve_mode(mode), Path(cassette_dir), None)
+
+    session = _session.current_session()
+    if session is not None:
+        return _Context(session.mode, Path(session.cassette_dir), session)
+    return _Context(resolve_mode(None), settings.resolve_cassette_dir(), None)
+
+
+def current_cassette_dir() -> Path:
+    """Where verdicts are read and written here and now."""
+    return _context().cassette_dir
+
+
+def _verdict_path(cassette_dir: Path, key: str) -> Path:
+    return cassette_dir / "judge" / f"{key}.json"
+
+
+@dataclass(frozen=True)
+class _Job:
+    """One grading request, resolved: either answered from cache or to be graded."""
+
+    judge: Judge
+    text: str
+    criterion: str
+    key: str
+    path: Path
+    context: _Context
+    cached: Verdict | None
+
+
+def _prepare(text: str, criterion: str, judge: Any, context: _Context) -> _Job:
+    """Resolve the judge and look up the cache; raise CacheMiss in replay mode."""
+    if not isinstance(text, str) or not isinstance(criterion, str):
+        raise TypeError(
+            f"text and criterion must be strings, got {type(text).__name__} "
+            f"and {type(criterion).__name__}"
+        )
+    resolved = resolve_judge(judge)
+    key = verdict_key(resolved.identity, resolved.votes, text, criterion)
+    path = _verdict_path(context.cassette_dir, key)
+    _runlog.verdict_used(
+        key, context.cassette_dir, context.mode if context.session is None else None
+    )
+    cached = None
+    if context.mode is not Mode.RECORD:
+        record = _validate.load(path, "verdict")
+        cached = None if record is None else _from_record(record)
+        if cached is None and context.mode is Mode.REPLAY:
+            _runlog.verdict_in_test(key, context.cassette_dir, "missed")
+            if _skip_when_unavailable():
+                raise _replay_skip(resolved, criterion, path)
+            raise _note_miss(context.session, _miss(resolved, text, criterion, path))
+    if cached is not None:
+        _runlog.verdict_in_test(key, context.cassette_dir, "cached")
+        _note(context.session, criterion, cached)
+    return _Job(resolved, text, criterion, key, path, context, cached)
+
+
+def _finish(job: _Job, draws: Sequence[RawVerdict]) -> Verdict:
+    """Tally the draws, store the verdict atomically, and return it."""
+    plan = draw_plan(job.judge.votes)
+    verdict = tally(draws, job.judge.identity)
+    record = _record(job.key, job.text, job.criterion, verdict, plan, draws)
+    write_atomic(job.path, dump_json(record), root=job.context.cassette_dir)
+    _runlog.verdict_in_test(job.key, job.context.cassette_dir, "graded")
+    _note(job.context.session, job.criterion, verdict)
+    return verdict
+
+
+def _miss(judge: Judge, text: str, criterion: str, path: Path) -> CacheMiss:
+    setup = getattr(judge, "setup_commands", ())
+    running = f" (`{'`, `'.join(setup)}`)" if setup else ""
+    preview = text if len(text) <= 200 else text[:200] + "…"
+    return CacheMiss(
+        f"no cached verdict for criterion {criterion!r} from judge {judge.identity} "
+        f"(votes={judge.votes}), and replay mode never calls the judge.\n"
+        f"  text: {preview!r}\n"
+        f"  expected file: {path}\n"
+        f"Record it: run once with GHOSTRUN_MODE=record (or in auto mode) with the "
+        f"judge running{running}, then commit the file."
+    )
+
+
+def _note(session: Any, criterion: str, verdict: Verdict) -> None:
+    """Tell the session about a verdict, for its run log, if it keeps them."""
+    note = getattr(session, "note_verdict", None)
+    if callable(note):
+        note(criterion, verdict)
+
+
+def _note_miss(session: Any, miss: CacheMiss) -> CacheMiss:
+    misses = getattr(session, "misses", None)
+    if isinstance(misses, list):
+        misses.append(miss)
+    return miss
+
+
+# --- JudgeUnavailable -> skip --------------------------------------------------------------
+
+
+def _skip_when_unavailable() -> bool:
+    """``GHOSTRUN_ON_JUDGE_UNAVAILABLE`` (the per-run switch) beats ``configure()``."""
+    env = os.environ.get(_ON_UNAVAILABLE_ENV, "").strip().lower()
+    if env:
+        if env not in ("error", "skip"):
+            raise ValueError(f"invalid {_ON_UNAVAILABLE_ENV}={env!r}: expected 'error' or 'skip'")
+        return env == "skip"
+    return settings.on_judge_unavailable == "skip"
+
+
+def _replay_skip(judge: Judge, criterion: str, path: Path) -> unittest.SkipTest:
+    """Replay never calls the judge: with the skip setting, an uncached verdict skips."""
+    return ghostrun_skip(
+        f"semantic assertion skipped: no cached verdict for {criterion!r} from "
+        f"{judge.identity}, and replay mode never calls the judge "
+        f"({_ON_UNAVAILABLE_ENV}=skip). {_how_to_grade(judge)} Then run once with "
+        f"GHOSTRUN_MODE=auto to store {path.absolute()}, and commit it."
+    )
+
+
+def _how_to_grade(judge: Judge) -> str:
+    """The judge's setup, once: its server first (which keeps running), then the rest."""
+    setup = getattr(judge, "setup_commands", ())
+    if not setup:
+        return "To enable grading, start the judge's server."
+    server, *then = setup
+    rest = "".join(f", then run `{command}`" for command in then)
+    return (
+        f"To enable grading, start the judge with `{server}` (it keeps running: use another "
+        f"terminal, or the desktop app){rest}."
+    )
+
+
+def _skip_for(exc: JudgeUnavailable, judge: Judge) -> unittest.SkipTest | None:
+    """The SkipTest that replaces ``exc`` when the user asked for skips, else None."""
+    if not _skip_when_unavailable():
+        return None
+    setup: tuple[str, ...] = tuple(getattr(judge, "setup_commands", ()))
+    told = bool(setup) and f"`{setup[0]}`" in str(exc)  # the error already gives the fix
+    return ghostrun_skip(
+        f"semantic assertion skipped: no cached verdict and the judge {judge.identity} "
+        f"is unavailable ({_ON_UNAVAILABLE_ENV}=skip). {exc}"
+        + ("" if told else f" {_how_to_grade(judge)}")
+    )
+
+
+# --- the shells -----------------------------------------------------------------------------
+
+
+def _draw(judge: Judge, text: str, criterion: str, step: _Draw) -> RawVerdict:
+    with no_recording():
+        return _checked(judge, judge.judge(text, criterion, step.seed, step.temperature))
+
+
+async def _adraw(judge: Judge, text: str, criterion: str, step: _Draw) -> RawVerdict:
+    with no_recording():
+        raw = await judge.ajudge(text, criterion, step.seed, step.temperature)
+    return _checked(judge, raw)
+
+
+def _checked(judge: Judge, raw: Any) -> RawVerdict:
+    if not isinstance(raw, RawVerdict):
+        raise TypeError(f"the judge {judge.identity} returned {raw!r}, not a RawVerdict")
+    return raw
+
+
+def _draw_all(job: _Job) -> list[RawVerdict]:
+    """Run the draws, concurrently in threads when there are several."""
+    plan = draw_plan(job.judge.votes)
+    if len(plan) == 1:
+        return [_draw(job.judge, job.text, job.criterion, plan[0])]
+    with ThreadPoolExecutor(len(plan), thread_name_prefix="ghostrun-judge") as pool:
+        futures = [
+            pool.submit(
+                contextvars.copy_context().run, _draw, job.judge, job.text, job.criterion, step
+            )
+            for step in plan
+        ]
+        return [future.result() for future in futures]
+
+
+async def _adraw_all(job: _Job) -> list[RawVerdict]:
+    """Run the draws, concurrently in an anyio task group when there are several."""
+    import anyio
+
+    plan = draw_plan(job.judge.votes)
+    if len(plan) == 1:
+        return [await _adraw(job.judge, job.text, job.criterion, plan[0])]
+    results: list[RawVerdict | BaseException | None] = [None] * len(plan)
+
+    async def run(index: int, step: _Draw) -> None:
+        try:
+            results[index] = await _adraw(job.judge, job.text, job.criterion, step)
+        except Exception as exc:  # re-raised below, unwrapped from the ExceptionGroup
+            results[index] = exc
+
+    async with anyio.create_task_group() as group:
+        for index, step in enumerate(plan):
+            group.start_soon(run, index, step)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    return [r for r in results if isinstance(r, RawVerdict)]
+
+
+def grade(
+    text: str,
+    criterion: str,
+    judge: Any = None,
+    *,
+    mode: Mode | None = None,
+    cassette_dir: Path | None = None,
+) -> Verdict:
+    """Does ``text`` meet ``criterion``? Answered from the cache, or by the judge.
+
+    ``cassette_dir`` (and ``mode``) replace the governing session's, for callers
+    that grade outside any test.
+    """
+    job = _prepare(text, criterion, judge, _context(mode, cassette_dir))
+    if job.cached is not None:
+        return job.cached
+    try:
+        draws = _draw_all(job)
+    except JudgeUnavailable as exc:
+        skip = _skip_for(exc, job.judge)
+        if skip is None:
+            raise
+        raise skip from exc
+    return _finish(job, draws)
+
+
+async def agrade(text: str, criterion: str, judge: Any = None) -> Verdict:
+    """The async twin of `grade`: the event loop keeps running while the judge thinks."""
+    job = _prepare(text, criterion, judge, _context())
+    if job.cached is not None:
+        return job.cached
+    try:
+        draws = await _adraw_all(job)
+    except JudgeUnavailable as exc:
+        skip = _skip_for(exc, job.judge)
+        if skip is None:
+            raise
+        raise skip from exc
+    return _finish(job, draws)

@@ -1,0 +1,124 @@
+"""What a replay miss tells the user: what was asked, and what changed.
+
+Runs only on a miss, so it may read the cassette directory; the hit path never does.
+The directory is shown absolute (and said to be missing when it is), and the
+fields the session ignores are left out of the diff, as they are out of the key.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+import orjson
+
+from .._store._keys import remove_field
+from .._store._render import render_body
+
+if TYPE_CHECKING:
+    from ._session import RequestInfo, Session
+
+__all__ = ["describe_miss"]
+
+_MAX_DIFF_LINES = 60
+_MAX_CANDIDATES = 2000
+
+
+def describe_miss(info: RequestInfo, session: Session, ignore: Sequence[tuple[str, ...]]) -> str:
+    directory = Path(session.cassette_dir).absolute()
+    lines = [
+        f"ghostrun: no recording for {info.method} {info.url}",
+        f"  mode:         {session.mode.value}"
+        + (f" (session {session.name})" if session.name else ""),
+        f"  cassette dir: {directory}",
+        f"  expected:     {info.key}.json",
+    ]
+    if not directory.is_dir():
+        lines.append(
+            "  The cassette directory does not exist. Check cassette_dir= (in pytest a "
+            "relative one is relative to the rootdir; elsewhere to the current directory)."
+        )
+    lines.append(
+        "  To record it, run once with GHOSTRUN_MODE=record (or pytest --ghostrun-record) "
+        "with the provider reachable."
+    )
+    body = _without(session.stored_request(info).get("body"), ignore)
+    closest = _closest(directory, info, body, ignore)
+    if closest is None:
+        lines.append(
+            f"  No recorded request to {info.method} {_endpoint(info.url)} in this directory."
+        )
+    else:
+        other_path, other = closest
+        lines.append(f"  Closest recorded request to the same endpoint: {other_path.name}")
+        lines.extend(_diff(other, body, other_path.name))
+    return "\n".join(lines)
+
+
+def _without(body: Any, ignore: Sequence[tuple[str, ...]]) -> Any:
+    """A stored body minus the ignored fields (a JSON body only; a copy)."""
+    if not ignore or not (isinstance(body, dict) and "json" in body):
+        return body
+    value = copy.deepcopy(body["json"])
+    for path in ignore:
+        remove_field(value, path)
+    return {**body, "json": value}
+
+
+def _endpoint(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}{parts.path}"
+
+
+def _closest(
+    directory: Path, info: RequestInfo, body: Any, ignore: Sequence[tuple[str, ...]]
+) -> tuple[Path, Any] | None:
+    endpoint = _endpoint(info.url)
+    needle = endpoint.encode()
+    mine = render_body(body)
+    best: tuple[float, Path, Any] | None = None
+    try:
+        paths = sorted(directory.glob("*.json"))[:_MAX_CANDIDATES]
+    except OSError:
+        return None
+    for path in paths:
+        try:
+            raw = path.read_bytes()
+            if needle not in raw:
+                continue
+            request = orjson.loads(raw)["request"]
+        except (OSError, orjson.JSONDecodeError, KeyError, TypeError):
+            continue
+        if not isinstance(request, dict):
+            continue  # not a cassette: the replay of that file names what is wrong
+        if request.get("method") != info.method or _endpoint(str(request.get("url"))) != endpoint:
+            continue
+        theirs = _without(request.get("body") or {}, ignore)
+        ratio = difflib.SequenceMatcher(None, render_body(theirs), mine).ratio()
+        if best is None or ratio > best[0]:
+            best = (ratio, path, theirs)
+    return None if best is None else (best[1], best[2])
+
+
+def _diff(recorded: Any, live: Any, name: str) -> list[str]:
+    diff = list(
+        difflib.unified_diff(
+            render_body(recorded),
+            render_body(live),
+            f"recorded ({name})",
+            "this request",
+            lineterm="",
+            n=1,
+        )
+    )
+    if len(diff) > _MAX_DIFF_LINES:
+        diff = [*diff[:_MAX_DIFF_LINES], f"... ({len(diff) - _MAX_DIFF_LINES} more diff lines)"]
+    return (
+        ["    " + line for line in diff]
+        if diff
+        else ["    (bodies are identical: the URL or method differs)"]
+    )

@@ -1,0 +1,603 @@
+"""The run log (DESIGN §7): what each test produced and how it was judged.
+
+While tests run, every assertion outcome, every session's cassette use and
+misses, every judge verdict used and every test outcome a framework reports
+are collected in memory, per cassette directory. At the end of the run each
+directory gets one readable JSON file, ``<cassette_dir>/runs/_last.json``, and
+``runs/<NAME>.json`` as well when a snapshot name is given
+(``pytest --ghostrun-snapshot NAME`` or ``GHOSTRUN_SNAPSHOT=NAME``). The pytest
+plugin writes at session finish (under pytest-xdist the controller writes one
+complete run from every worker's part); anywhere else (unittest, plain
+scripts) an ``atexit`` hook does. A process that never touched ghostrun
+writes nothing.
+
+The file::
+
+    {
+      "version": 1,
+      "name": "_last" | "<snapshot name>",
+      "run_id": "<unique per run: a snapshot and _last written together share it>",
+      "finished": "2026-01-01T12:00:00Z",
+      "tests": {
+        "<test name (pytest node id, unittest id, or the script's name)>": {
+          "outcome": "passed" | "failed" | "error" | "skipped" | null,
+          "outputs": ["<each distinct text asserted on, in order>"],
+          "assertions": [
+            {"kind": "contains_intent", "criterion": "<what was checked>",
+             "verdict": "PASS" | "FAIL", "reason": "...",
+             "judge": "<judge identity>" | null, "output": <index in outputs>}
+          ],
+          "requests": {"replayed": 0, "recorded": 0, "misses": 0},
+          "cassettes": [{"key": "<cassette key>", "how": "replayed" | "recorded" | "missed"}],
+          "verdicts": [{"key": "<verdict key>", "how": "cached" | "graded" | "missed"}],
+          "ignore_fields": ["<the sessions' ignore_fields>", ...]
+        }
+      },
+      "cassettes_used": ["<cassette key>", ...],
+      "verdicts_used": ["<verdict key>", ...] | null,
+      "misses": [{"test": "<test name>", "message": "<the CacheMiss message>"}],
+      "selection": {"limited_by": ["-k 'refund'", "--lf", "test paths: tests/test_a.py"]},
+      "previous": {"tests": 40, "finished": "..."}
+    }
+
+``selection.limited_by`` says how the run was narrowed (the pytest plugin
+fills it in; empty for a whole run) and ``previous`` how many tests the run
+before it ran (``_last.json`` only; absent for a first run): ``ghostrun check``
+and ``prune`` warn when the run looks partial, since the cassettes of tests
+that did not run look unused. Every file is validated when read
+(`ghostrun._store._validate`).
+
+``cassettes`` and ``verdicts`` are each test's requests and gradings in the
+order they were made (``ghostrun review`` and ``report`` read them); run logs
+written before they existed load as if both were empty.
+
+``verdicts_used`` is ``null`` when the run graded with a judge but did not
+report which verdict files it read: ``ghostrun check`` then leaves verdicts
+alone rather than calling them all stale.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import re
+import sys
+import threading
+import uuid
+import weakref
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from .._core._config import resolve_mode
+from .._core._exceptions import CassetteError
+from .._core._files import dump_json, write_atomic
+from .._core._modes import Mode
+from .._store import _validate
+
+if TYPE_CHECKING:
+    from ._session import Session
+
+__all__ = [
+    "LAST",
+    "OUTCOMES",
+    "RUN_FORMAT_VERSION",
+    "RunLog",
+    "check_snapshot_name",
+    "current",
+    "load_run",
+    "record_assertion",
+    "run_limited_by",
+    "runs_dir",
+    "session_closed",
+    "set_autoflush",
+    "snapshot_from_env",
+    "swap",
+    "test_outcome",
+    "verdict_in_test",
+    "verdict_used",
+    "write_run",
+]
+
+RUN_FORMAT_VERSION = _validate.FORMAT_VERSIONS["run log"]
+LAST = "_last"
+RUN_ID_ENV = "GHOSTRUN_RUN_ID"
+OUTCOMES = ("passed", "failed", "error", "skipped")
+SNAPSHOT_ENV = "GHOSTRUN_SNAPSHOT"
+_SNAPSHOT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def runs_dir(cassette_dir: Path) -> Path:
+    return Path(cassette_dir) / "runs"
+
+
+def check_snapshot_name(name: str) -> str:
+    """A snapshot name usable as a file name, or a ValueError saying what is allowed."""
+    if not _SNAPSHOT_NAME.fullmatch(name) or name.endswith(".json"):
+        raise ValueError(
+            f"invalid snapshot name {name!r}: use letters, digits, '.', '_' and '-', "
+            "starting with a letter or digit (e.g. 'baseline' or 'gpt-4o-2026-01')"
+        )
+    return name
+
+
+class RunLog:
+    """What one run saw, per cassette directory; thread-safe, JSON-ready.
+
+    The state is plain JSON values (sets aside), so a worker process can hand
+    it to the process that writes the run (`export` / `merge`).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._dirs: dict[str, dict[str, Any]] = {}
+        self._outcomes: dict[str, str] = {}
+        self.limited_by: list[str] = []  # how the run was narrowed (-k, --lf, paths), if it was
+        self._seen: weakref.WeakKeyDictionary[Session, tuple[int, int, int, int]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def __bool__(self) -> bool:
+        return bool(self._dirs)
+
+    # -- collecting ----------------------------------------------------------------------
+
+    def assertion(
+        self,
+        where: tuple[str, str | None, Path],
+        *,
+        kind: str,
+        criterion: str,
+        text: str,
+        passed: bool,
+        reason: str,
+        judge: str | None,
+    ) -> None:
+        name, alias, directory = where
+        with self._lock:
+            log = self._dir(directory)
+            test = _test(log, name, alias)
+            outputs: list[str] = test["outputs"]
+            if text not in outputs:
+                outputs.append(text)
+            test["assertions"].append(
+                {
+                    "kind": kind,
+                    "criterion": criterion,
+                    "verdict": "PASS" if passed else "FAIL",
+                    "reason": reason,
+                    "judge": judge,
+                    "output": outputs.index(text),
+                }
+            )
+            log["judged"] = log["judged"] or judge is not None
+
+    def session(self, session: Session, where: tuple[str, str | None, Path]) -> None:
+        """Count what a session did since it was last seen (a session may be re-entered)."""
+        name, alias, directory = where
+        with self._lock:
+            replayed, recorded, missed, trailed = self._seen.get(session, (0, 0, 0, 0))
+            now = (session.replayed, session.recorded, len(session.misses), len(session.trail))
+            self._seen[session] = now
+            log = self._dir(directory)
+            log["replay"] = _only_replay(log["replay"], session.mode is Mode.REPLAY)
+            test = _test(log, name, alias)
+            counts = test["requests"]
+            counts["replayed"] += session.replayed - replayed
+            counts["recorded"] += session.recorded - recorded
+            counts["misses"] += len(session.misses) - missed
+            test["cassettes"] += [{"key": k, "how": h} for k, h in session.trail[trailed:]]
+            _add_new(test["ignore_fields"], session.ignore_fields)
+            log["cassettes_used"].update(session.used_keys)
+            for miss in session.misses[missed:]:
+                log["misses"].append({"test": name, "message": _scrub(str(miss), session)})
+
+    def verdict(self, key: str, directory: Path) -> None:
+        with self._lock:
+            self._dir(directory)["verdicts_used"].add(key)
+
+    def verdict_in_test(
+        self, key: str, directory: Path, how: str, test: tuple[str, str | None]
+    ) -> None:
+        with self._lock:
+            _test(self._dir(directory), *test)["verdicts"].append({"key": key, "how": how})
+
+    def mode_seen(self, directory: Path, mode: Mode) -> None:
+        """Something in ``mode`` used this directory outside any session."""
+        with self._lock:
+            log = self._dir(directory)
+            log["replay"] = _only_replay(log["replay"], mode is Mode.REPLAY)
+
+    def outcome(self, name: str, outcome: str) -> None:
+        if outcome not in OUTCOMES:
+            raise ValueError(f"invalid test outcome {outcome!r}: expected one of {OUTCOMES}")
+        with self._lock:
+            self._outcomes[name] = outcome
+
+    def _dir(self, directory: Path) -> dict[str, Any]:
+        key = str(Path(directory).absolute())
+        log = self._dirs.get(key)
+        if log is None:
+            log = self._dirs[key] = {
+                "tests": {},
+                "cassettes_used": set(),
+                "verdicts_used": set(),
+                "judged": False,
+                "misses": [],
+                "replay": None,  # True: only replay used it, so a missing one is not made
+            }
+        return log
+
+    # -- handing over and writing -------------------------------------------------------
+
+    def export(self) -> str:
+        """The whole state as a JSON string (what an xdist worker sends)."""
+        with self._lock:
+            dirs = {
+                path: {
+                    **log,
+                    "cassettes_used": sorted(log["cassettes_used"]),
+                    "verdicts_used": sorted(log["verdicts_used"]),
+                }
+                for path, log in self._dirs.items()
+            }
+            return orjson.dumps({"dirs": dirs, "outcomes": self._outcomes}).decode()
+
+    def merge(self, exported: str) -> None:
+        """Add another process's `export` to this run."""
+        state = orjson.loads(exported)
+        with self._lock:
+            self._outcomes.update(state["outcomes"])
+            for path, part in state["dirs"].items():
+                log = self._dir(Path(path))
+                for name, theirs in part["tests"].items():
+                    ours = _test(log, name, None)
+                    _merge_test(ours, theirs)
+                log["cassettes_used"].update(part["cassettes_used"])
+                log["verdicts_used"].update(part["verdicts_used"])
+                log["judged"] = log["judged"] or part["judged"]
+                log["misses"].extend(part["misses"])
+                if part.get("replay") is not None:
+                    log["replay"] = _only_replay(log["replay"], part["replay"])
+
+    def documents(self, name: str = LAST) -> dict[Path, dict[str, Any]]:
+        """The run file of each cassette directory, as written under ``runs/``."""
+        finished = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        run_id = os.environ.get(RUN_ID_ENV) or uuid.uuid4().hex
+        with self._lock:
+            return {
+                Path(path): self._document(log, name, run_id, finished)
+                for path, log in self._dirs.items()
+            }
+
+    def _document(
+        self, log: dict[str, Any], name: str, run_id: str, finished: str
+    ) -> dict[str, Any]:
+        tests = {}
+        for test_name, test in log["tests"].items():
+            outcome = self._outcomes.get(test_name)
+            for alias in test["aliases"]:
+                outcome = outcome or self._outcomes.get(alias)
+            tests[test_name] = {
+                "outcome": outcome,
+                "outputs": test["outputs"],
+                "assertions": test["assertions"],
+                "requests": test["requests"],
+                "cassettes": test["cassettes"],
+                "verdicts": test["verdicts"],
+                "ignore_fields": test["ignore_fields"],
+            }
+        untracked = log["judged"] and not log["verdicts_used"]
+        return {
+            "version": RUN_FORMAT_VERSION,
+            "name": name,
+            "run_id": run_id,
+            "finished": finished,
+            "tests": tests,
+            "cassettes_used": sorted(log["cassettes_used"]),
+            "verdicts_used": None if untracked else sorted(log["verdicts_used"]),
+            "misses": log["misses"],
+            "selection": {"limited_by": list(self.limited_by)},
+        }
+
+    def write(self, snapshot: str | None = None) -> tuple[list[Path], list[CassetteError]]:
+        """Write ``runs/_last.json`` (and the snapshot) in every directory.
+
+        Returns the paths written and the errors of directories that could not
+        be written (one unwritable directory does not cost the others their log).
+        A cassette directory that does not exist and that only ``replay`` used
+        is left alone: replay never creates a directory.
+        """
+        written, errors = [], []
+        names = [LAST] if snapshot is None else [LAST, snapshot]
+        with self._lock:
+            replay_only = {Path(p) for p, log in self._dirs.items() if log["replay"]}
+        for directory, document in self.documents().items():
+            if directory in replay_only and not directory.is_dir():
+                continue
+            for name in names:
+                path = runs_dir(directory) / f"{name}.json"
+                try:
+                    document = _joined(document, path)
+                    if name == LAST:
+                        document = _with_previous(document, path)
+                    write_atomic(path, dump_json({**document, "name": name}), root=directory)
+                except CassetteError as exc:
+                    errors.append(exc)
+                    break
+                written.append(path)
+        return written, errors
+
+    def clear(self) -> None:
+        with self._lock:
+            self._dirs.clear()
+            self._outcomes.clear()
+            self.limited_by = []
+
+
+def _only_replay(seen: bool | None, replay: bool) -> bool:
+    """Whether every mode seen so far in a directory was replay."""
+    return replay if seen is None else seen and replay
+
+
+def _joined(document: dict[str, Any], path: Path) -> dict[str, Any]:
+    """Fold in the file's earlier part of the same run (processes run one after another).
+
+    A run that spans several processes (unittest, then pytest, then a script)
+    shares ``GHOSTRUN_RUN_ID``; each process adds its tests to the run log
+    instead of replacing the earlier ones'.
+    """
+    if not os.environ.get(RUN_ID_ENV):
+        return document
+    try:
+        earlier = load_run(path)
+    except (CassetteError, FileNotFoundError):
+        return document
+    if earlier.get("run_id") != document["run_id"]:
+        return document
+    verdicts = [earlier.get("verdicts_used"), document["verdicts_used"]]
+    return {
+        **document,
+        "tests": {**earlier.get("tests", {}), **document["tests"]},
+        "cassettes_used": sorted({*earlier.get("cassettes_used", []), *document["cassettes_used"]}),
+        "verdicts_used": None if None in verdicts else sorted({*verdicts[0], *verdicts[1]}),
+        "misses": [*earlier.get("misses", []), *document["misses"]],
+        "selection": {"limited_by": _limits(earlier) + _limits(document)},
+    }
+
+
+def _limits(document: dict[str, Any]) -> list[str]:
+    return list((document.get("selection") or {}).get("limited_by") or [])
+
+
+def _with_previous(document: dict[str, Any], path: Path) -> dict[str, Any]:
+    """Note how many tests the run before this one ran, for `ghostrun check`'s partial-run warning.
+
+    A run that spans processes (``GHOSTRUN_RUN_ID``) keeps what its first part found.
+    """
+    try:
+        earlier = load_run(path)
+    except CassetteError:
+        return document  # no earlier run, or one this ghostrun cannot read: nothing to compare
+    if earlier.get("run_id") == document["run_id"]:
+        previous = earlier.get("previous")
+        return document if previous is None else {**document, "previous": previous}
+    previous = {"tests": len(earlier["tests"]), "finished": str(earlier.get("finished", "?"))}
+    return {**document, "previous": previous}
+
+
+def _scrub(text: str, session: Session | None) -> str:
+    """Credentials, secret shapes and what the session's hook removed, masked (DESIGN §4)."""
+    from .._secrets._redact import scrub_text
+
+    return scrub_text(text, edits=session.hook_edits if session is not None else None)
+
+
+def _test(log: dict[str, Any], name: str, alias: str | None) -> dict[str, Any]:
+    test: dict[str, Any] | None = log["tests"].get(name)
+    if test is None:
+        test = {
+            "outputs": [],
+            "assertions": [],
+            "requests": {"replayed": 0, "recorded": 0, "misses": 0},
+            "cassettes": [],
+            "verdicts": [],
+            "ignore_fields": [],
+            "aliases": [],
+        }
+        log["tests"][name] = test
+    if alias and alias != name and alias not in test["aliases"]:
+        test["aliases"].append(alias)
+    return test
+
+
+def _merge_test(ours: dict[str, Any], theirs: dict[str, Any]) -> None:
+    offset: dict[int, int] = {}
+    for index, text in enumerate(theirs["outputs"]):
+        if text not in ours["outputs"]:
+            ours["outputs"].append(text)
+        offset[index] = ours["outputs"].index(text)
+    for assertion in theirs["assertions"]:
+        ours["assertions"].append({**assertion, "output": offset[assertion["output"]]})
+    for field, count in theirs["requests"].items():
+        ours["requests"][field] = ours["requests"].get(field, 0) + count
+    ours["cassettes"] += theirs.get("cassettes", [])
+    ours["verdicts"] += theirs.get("verdicts", [])
+    _add_new(ours["ignore_fields"], theirs.get("ignore_fields", []))
+    _add_new(ours["aliases"], theirs["aliases"])
+
+
+def _add_new(items: list[Any], more: Any) -> None:
+    """Append what ``items`` lacks of ``more``, in order."""
+    for item in more:
+        if item not in items:
+            items.append(item)
+
+
+# -- the process's run: what the rest of ghostrun calls ------------------------------------
+
+_log = RunLog()
+_autoflush = True
+_atexit_registered = False
+
+
+def session_closed(session: Session) -> None:
+    """Called when a session's outermost block ends."""
+    _log.session(session, _where_session(session))
+    _arm_atexit()
+
+
+def record_assertion(
+    *,
+    kind: str,
+    criterion: str,
+    text: str,
+    passed: bool,
+    reason: str,
+    judge: str | None = None,
+) -> None:
+    """Called for every assertion outcome, passed or failed."""
+    from ._session import current_session
+
+    found = current_session()
+    where = _where_session(found) if found is not None else _where_default()
+    if found is None:
+        _log.mode_seen(where[2], resolve_mode(None))
+    _log.assertion(
+        where,
+        kind=kind,
+        criterion=_scrub(criterion, found),
+        text=_scrub(text, found),
+        passed=passed,
+        reason=_scrub(reason, found),
+        judge=judge,
+    )
+    _arm_atexit()
+
+
+def test_outcome(name: str, outcome: str) -> None:
+    """A framework reports how a test ended: passed, failed, error or skipped."""
+    _log.outcome(name, outcome)
+
+
+test_outcome.__test__ = False  # type: ignore[attr-defined]  # not a test, despite its name
+
+
+def run_limited_by(limits: list[str]) -> None:
+    """How this run was narrowed (``-k``, ``--lf``, test paths): written into the run log."""
+    _log.limited_by = list(limits)
+
+
+def verdict_used(key: str, cassette_dir: Path, mode: Mode | None = None) -> None:
+    """The judge cache read or wrote the verdict ``key`` (for ``ghostrun check``).
+
+    ``mode`` is given when no session governs the grading.
+    """
+    _log.verdict(key, cassette_dir)
+    if mode is not None:
+        _log.mode_seen(cassette_dir, mode)
+
+
+def verdict_in_test(key: str, cassette_dir: Path, how: str) -> None:
+    """The test running now read (``cached``), wrote (``graded``) or lacked (``missed``) ``key``.
+
+    Each test lists its gradings in order, for ``ghostrun review`` and ``report``.
+    """
+    from ._session import current_session
+
+    found = current_session()
+    where = _where_session(found) if found is not None else _where_default()
+    _log.verdict_in_test(key, cassette_dir, how, where[:2])
+
+
+def write_run(snapshot: str | None = None) -> tuple[list[Path], list[CassetteError]]:
+    """Write the run collected so far, then forget it: the paths written and the errors.
+
+    ``snapshot`` defaults to ``GHOSTRUN_SNAPSHOT``; an invalid name is a ValueError.
+    """
+    if snapshot is None:
+        snapshot = snapshot_from_env()
+    if not _log:
+        return [], []
+    try:
+        return _log.write(snapshot)
+    finally:
+        _log.clear()
+
+
+def snapshot_from_env() -> str | None:
+    value = os.environ.get(SNAPSHOT_ENV, "").strip()
+    return check_snapshot_name(value) if value else None
+
+
+def load_run(path: Path) -> dict[str, Any]:
+    """A run file, checked (`_store._validate`): a CassetteError names the file and field."""
+    data = _validate.load(path, "run log")
+    if data is None:
+        raise CassetteError(f"no run log at {path}")
+    return data
+
+
+def _where_session(session: Session) -> tuple[str, str | None, Path]:
+    from ._session import current_test_id
+
+    test_id = current_test_id()
+    return session.name or test_id or _script_name(), test_id, session.cassette_dir
+
+
+def _where_default() -> tuple[str, str | None, Path]:
+    from .._core._config import settings
+    from ._session import current_test_id
+
+    test_id = current_test_id()
+    return test_id or _script_name(), test_id, settings.resolve_cassette_dir()
+
+
+def _script_name() -> str:
+    return os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "__main__"
+
+
+# -- who writes: the pytest plugin, or the end of the process ------------------------------
+
+
+def set_autoflush(enabled: bool) -> bool:
+    """Whether the run is written at interpreter exit; returns the previous setting.
+
+    The pytest plugin turns it off: it writes at session finish (or, on an
+    xdist worker, hands the run to the controller instead).
+    """
+    global _autoflush
+    previous, _autoflush = _autoflush, enabled
+    return previous
+
+
+def swap(log: RunLog) -> RunLog:
+    """Collect into ``log`` from now on; returns the log collected so far."""
+    global _log
+    previous, _log = _log, log
+    return previous
+
+
+def current() -> RunLog:
+    return _log
+
+
+def _arm_atexit() -> None:
+    global _atexit_registered
+    if _autoflush and not _atexit_registered:
+        _atexit_registered = True
+        atexit.register(_flush_at_exit)
+
+
+def _flush_at_exit() -> None:
+    if not _autoflush:
+        return
+    errors: list[Exception]
+    try:
+        errors = list(write_run()[1])
+    except ValueError as exc:  # a bad GHOSTRUN_SNAPSHOT: say so, without a traceback at exit
+        errors = [exc]
+    for error in errors:
+        print(f"ghostrun: could not write the run log: {error}", file=sys.stderr)

@@ -1,0 +1,271 @@
+"""Which names carry credentials, and which values could be credentials (DESIGN §4).
+
+Names, by rule: a body field, query or form parameter or header whose
+*squashed* name (lower-cased, ``-`` and ``_`` removed: ``api_key``, ``apiKey``
+and ``X-API-KEY`` all read ``apikey``) ends in one of `CREDENTIAL_ENDINGS` or
+starts with one of `CREDENTIAL_STARTS` is a credential, except the harmless
+names listed below, each with the reason it is harmless. Never a bare
+substring: ``max_tokens`` ends in ``tokens``, not ``token``. A few names the
+rule cannot see are listed per place (``code=`` in a URL is an OAuth code).
+
+Values, by rule: a credential's exact value is masked wherever it appears
+(responses, run logs, verdicts) only if it could be a credential at all:
+long enough, varied enough, and not a known placeholder. ``api_key="ollama"``
+is dropped with its header, but "is ollama free?" stays as the model said it.
+
+Everything that decides a name is derived from these tables, the fast paths
+included (`FIELD_NEEDLES`), so no second list can drift from the rule.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = [
+    "CREDENTIAL_ENDINGS",
+    "CREDENTIAL_STARTS",
+    "FIELD_NEEDLES",
+    "HARMLESS_FIELDS",
+    "HARMLESS_NAMES",
+    "PLACEHOLDERS",
+    "SECRET_SHAPES",
+    "SHAPE_START",
+    "could_be_credential",
+    "has_credential_field",
+    "is_credential_field",
+    "is_credential_header",
+    "is_credential_name",
+    "is_credential_param",
+    "is_schema",
+    "squash",
+]
+
+CREDENTIAL_ENDINGS = (
+    "key",
+    "secret",
+    "token",
+    "password",
+    "passwd",
+    "credential",
+    "credentials",
+    "signature",
+)
+CREDENTIAL_STARTS = ("auth",)
+
+# Squashed names the rule matches that carry no credential, wherever they appear.
+HARMLESS_NAMES: Mapping[str, str] = {
+    "idempotencykey": "a retry-deduplication id the client makes up (Idempotency-Key)",
+    "cachekey": "a label choosing a cache entry, chosen by the caller, not a secret",
+    "promptcachekey": "OpenAI's prompt-cache routing label: it changes the answer's routing,"
+    " so it must stay in the match key",
+    "pagetoken": "a pagination cursor (Google APIs' pageToken), handed out by the server",
+    "nextpagetoken": "the pagination cursor a list response hands back",
+    "author": "who wrote a text: content, not authentication",
+    "authors": "who wrote a text: content, not authentication",
+}
+# Harmless as JSON body fields only: in a URL the same names are credentials.
+HARMLESS_FIELDS: Mapping[str, str] = {
+    "key": "JSON bodies use 'key' for structure (key/value lists, sort keys); in a URL,"
+    " key= is Gemini's API key, and there it stays a credential",
+    "signature": "Anthropic thinking blocks carry the model's signature of its own thinking,"
+    " which the client must send back unchanged: it authorises nothing",
+    "thoughtsignature": "Gemini parts carry the model's signature of its own thinking,"
+    " sent back unchanged: it authorises nothing",
+}
+# Names the rule cannot see that are credentials in a query string or form.
+EXTRA_PARAMS: Mapping[str, str] = {
+    "code": "an OAuth 2 authorization code (RFC 6749 4.1.2), exchanged for a token",
+    "sig": "the signature of an Azure SAS URL",
+    "clientassertion": "an OAuth client assertion (RFC 7523): a signed JWT",
+}
+# Request headers the rule cannot see.
+EXTRA_HEADERS: Mapping[str, str] = {
+    "cookie": "session cookies authenticate the request",
+}
+
+# Values users pass when a server needs no key (Ollama, LM Studio, vLLM, llama.cpp,
+# LiteLLM docs...): never masked in a response, compared lower-cased.
+PLACEHOLDERS = frozenset(
+    {
+        "ollama",
+        "lm-studio",
+        "lmstudio",
+        "empty",
+        "none",
+        "null",
+        "sk-no-key-required",
+        "no-key",
+        "nokey",
+        "no-key-required",
+        "not-needed",
+        "not-used",
+        "unused",
+        "dummy",
+        "test",
+        "fake",
+        "placeholder",
+        "x",
+        "xxx",
+        "key",
+        "api-key",
+        "apikey",
+        "api_key",
+        "your-api-key",
+        "your_api_key",
+        "token",
+        "secret",
+        "password",
+        "changeme",
+        "anything",
+        "local",
+        "vllm",
+        "llama.cpp",
+        "sk-1234",
+        "sk-xxx",
+        "sk-dummy",
+        "sk-fake",
+        "sk-test",
+    }
+)
+MIN_CREDENTIAL = 12
+"""A value shorter than this is never masked in a response (no provider key is this short)."""
+MIN_DISTINCT = 6
+"""Nor one with fewer distinct characters (``sk-xxxxxxxxxxxxxxxx``)."""
+LONG_CREDENTIAL = 24
+"""From this length a value of letters alone counts (a passphrase)."""
+# Each known secret shape: where it starts (a plain prefix JSON never escapes), and the
+# rest. `SECRET_SHAPES` and its fast check `SHAPE_START` are both built from this table.
+_SHAPES = (
+    ("sk-", r"[A-Za-z0-9_\-]{16,}"),  # OpenAI (sk-proj-), Anthropic (sk-ant-), OpenRouter
+    ("gsk_", r"[A-Za-z0-9]{20,}"),  # Groq
+    ("xai-", r"[A-Za-z0-9]{20,}"),
+    ("pplx-", r"[A-Za-z0-9]{20,}"),
+    ("hf_", r"[A-Za-z0-9]{30,}"),
+    ("r8_", r"[A-Za-z0-9]{20,}"),
+    ("AIza", r"[0-9A-Za-z_\-]{30,}"),  # Google API keys
+    (r"ya29\.", r"[0-9A-Za-z_\-]{20,}"),  # Google OAuth access tokens
+    ("AKIA", r"[0-9A-Z]{16}"),  # AWS access key ids
+    ("ASIA", r"[0-9A-Z]{16}"),
+    ("gh[pousr]_", r"[A-Za-z0-9]{30,}"),
+    ("github_pat_", r"[A-Za-z0-9_]{30,}"),
+    ("xox[abposr]-", r"[A-Za-z0-9\-]{10,}"),  # Slack
+    ("eyJ", r"[A-Za-z0-9_\-]+\.eyJ[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+"),  # JWTs
+)
+_BEARER = ("Bearer ", r"[A-Za-z0-9._~+/\-]{8,}=*")  # the token only, after its scheme
+_PRIVATE_KEY = ("-----BEGIN", r"[A-Z ]*PRIVATE KEY-----.*?-----END[A-Z ]*PRIVATE KEY-----")
+SECRET_SHAPES = re.compile(
+    r"(?<![A-Za-z0-9])(?:" + "|".join(start + rest for start, rest in _SHAPES) + ")"
+    f"|(?<={_BEARER[0]}){_BEARER[1]}"
+    f"|{_PRIVATE_KEY[0]}{_PRIVATE_KEY[1]}",
+    re.DOTALL,
+)
+# None of these starts can be split by orjson's escapes, so their absence from an
+# entry's JSON text means no shape is in any of its strings.
+SHAPE_START = re.compile("|".join(start for start, _ in (*_SHAPES, _BEARER, _PRIVATE_KEY)))
+FIELD_NEEDLES = tuple(e.encode() + b'"' for e in CREDENTIAL_ENDINGS) + tuple(
+    b'"' + s.encode() for s in CREDENTIAL_STARTS
+)
+"""Byte strings one of which a squashed, lower-cased JSON text holds if one of its keys
+may name a credential field: each ending before the key's closing quote, each start
+after its opening quote. Derived from the rule's tables (the key's fast path)."""
+_SEPARATORS = frozenset("-_. ")
+_SCHEMA_TYPES = frozenset({"string", "number", "integer", "boolean", "object", "array", "null"})
+_SCHEMA_WORDS = ("$ref", "anyOf", "oneOf", "allOf", "enum", "const", "properties", "items")
+
+
+def squash(name: str) -> str:
+    return name.lower().replace("-", "").replace("_", "")
+
+
+def is_credential_name(squashed: str) -> bool:
+    """The rule alone, on a squashed name (no place-specific entries)."""
+    if squashed in HARMLESS_NAMES:
+        return False
+    return squashed.endswith(CREDENTIAL_ENDINGS) or squashed.startswith(CREDENTIAL_STARTS)
+
+
+@functools.lru_cache(maxsize=2048)  # names repeat on every request
+def is_credential_field(name: str) -> bool:
+    """A JSON body field whose value carries a credential (dropped from the key)."""
+    squashed = squash(name)
+    return squashed not in HARMLESS_FIELDS and is_credential_name(squashed)
+
+
+@functools.lru_cache(maxsize=1024)
+def is_credential_param(name: str) -> bool:
+    """A query, form or multipart parameter that carries a credential (dropped from the key)."""
+    squashed = squash(name)
+    return squashed in EXTRA_PARAMS or is_credential_name(squashed)
+
+
+@functools.lru_cache(maxsize=1024)
+def is_credential_header(name: str) -> bool:
+    """A request header whose value carries a credential.
+
+    Headers are never part of the key, so here the rule is also applied to
+    each ``-``-separated word of the name (``helicone-auth``): a header
+    taken for a credential wrongly costs nothing.
+    """
+    squashed = squash(name)
+    if squashed in HARMLESS_NAMES:
+        return False
+    if squashed in EXTRA_HEADERS or is_credential_name(squashed):
+        return True
+    return any(is_credential_name(squash(word)) for word in name.split("-") if word)
+
+
+def is_schema(value: Any) -> bool:
+    """A JSON-schema object: it describes a credential field, it does not carry one.
+
+    A tool's ``"properties": {"password": {"type": "string"}}`` is structure (issue 22).
+    """
+    if not isinstance(value, dict):
+        return False
+    kind = value.get("type")
+    if isinstance(kind, str) and kind in _SCHEMA_TYPES:
+        return True
+    if isinstance(kind, list) and kind and all(k in _SCHEMA_TYPES for k in kind):
+        return True
+    return any(word in value for word in _SCHEMA_WORDS)
+
+
+@functools.lru_cache(maxsize=4096)
+def could_be_credential(value: str) -> bool:
+    """Whether an exact value is worth masking outside the header or field that carried it.
+
+    Not a placeholder; at least `MIN_CREDENTIAL` characters, `MIN_DISTINCT` of them
+    distinct; and either a digit, both letter cases, or a symbol other than ``-_.``
+    (keys and passwords have them, words and placeholders do not), or at least
+    `LONG_CREDENTIAL` characters, or a known secret shape (``AKIA…``).
+    """
+    value = value.strip()
+    if value.lower() in PLACEHOLDERS or len(value) < MIN_CREDENTIAL:
+        return False
+    if len(set(value)) < MIN_DISTINCT:
+        return False
+    if len(value) >= LONG_CREDENTIAL or SECRET_SHAPES.fullmatch(value):
+        return True
+    has_digit = any(c.isdigit() for c in value)
+    mixed_case = any(c.islower() for c in value) and any(c.isupper() for c in value)
+    symbol = any(not c.isalnum() and c not in _SEPARATORS for c in value)
+    return has_digit or mixed_case or symbol
+
+
+def has_credential_field(value: Any) -> bool:
+    """Whether any key in a parsed JSON value names a credential: most bodies have none.
+
+    Only keys are looked at, so a long conversation costs by its number of
+    fields, not by the length of its text.
+    """
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if is_credential_field(str(key)) or has_credential_field(item):
+                return True
+    elif isinstance(value, list):
+        for item in value:
+            if has_credential_field(item):
+                return True
+    return False

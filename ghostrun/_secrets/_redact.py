@@ -1,0 +1,801 @@
+"""Keep credentials out of every file ghostrun writes (DESIGN §4).
+
+Cassettes are committed, so a credential in one is a leak into git history.
+Applied to every entry before it is written:
+
+1. Headers by safe-list: request headers are dropped unless known harmless;
+   response headers likewise (``set-cookie`` and account identifiers go).
+2. Exact values: every credential the request carried (auth headers, cookies,
+   credential query parameters, credential fields of its body read as the key
+   reads it, JSON values of headers and strings, secret shapes in the prompt)
+   is masked wherever it appears in the entry, responses and streams included
+   (`_mask`: any encoding, base64 too, across chunks and events), if it could
+   be a credential at all (`_credentials.could_be_credential`: ``"ollama"`` is
+   dropped with its header, never masked inside a response).
+3. Shapes: known secret formats (``sk-…``, ``AIza…``, ``AKIA…``, ``gsk_…``,
+   JWTs, ``Bearer …``) are masked in the stored request.
+4. Names by rule (`_credentials`): the values of credential fields of a JSON
+   body are masked in the stored request, whatever their length; a field
+   holding a JSON schema is structure, not a credential.
+5. Signed URLs: credential parameters of a ``location`` header, and of any URL
+   in a redirect's body, are masked (the server made them: the request never
+   carried them).
+
+Every credential collected is remembered for the process (requests replayed
+too, read lazily), so run logs and verdict files are scrubbed of them
+(`scrub_text`), along with what the session's ``redact=`` hook removed from its
+cassettes (`learn_hook_edits`).
+
+The match key is computed from the unredacted request, so none of this ever
+changes what replays.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import functools
+import re
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Any
+from urllib.parse import parse_qsl
+
+import orjson
+
+from .._wire._bodies import encode_body
+from .._wire._multipart import multipart_parts
+from ._credentials import (
+    CREDENTIAL_STARTS,
+    SECRET_SHAPES,
+    SHAPE_START,
+    could_be_credential,
+    has_credential_field,
+    is_credential_field,
+    is_credential_header,
+    is_credential_name,
+    is_credential_param,
+    is_schema,
+    squash,
+)
+from ._mask import MASK, candidates, mask_chunks, mask_text, patterns
+
+__all__ = [
+    "MASK",
+    "collect_secrets",
+    "defer_secrets",
+    "entry_secrets",
+    "is_credential_header",
+    "keep_request_header",
+    "keep_response_header",
+    "learn_hook_edits",
+    "redact_entry",
+    "request_secrets",
+    "scrub_text",
+]
+
+_REQUEST_HEADERS = frozenset(
+    {
+        "accept",
+        "content-type",
+        "anthropic-version",
+        "anthropic-beta",
+        "openai-beta",
+        "x-stainless-helper-method",
+    }
+)
+# Response headers are kept by this safe-list (DESIGN §3, exact; §4): the standard,
+# non-identifying HTTP headers and the providers' own harmless ones, so replay hands
+# the code the headers it saw live. Anything else goes, and so does anything in the
+# list that `_identifying_response_header` says names an account or holds a credential.
+_RESPONSE_HEADERS = frozenset(
+    {
+        # What the body is, and how to read it.
+        "content-type",
+        "content-language",
+        "content-disposition",  # a download's file name (audio, files APIs)
+        "content-range",
+        "accept-ranges",
+        # Caching: when the response was made and how long it stays fresh.
+        "cache-control",
+        "date",
+        "etag",
+        "expires",
+        "age",
+        "last-modified",
+        "pragma",
+        "vary",
+        # Redirects replay as they happened live (credentials in them are masked).
+        "location",
+        "content-location",
+        # The connection as the provider described it: harmless without one.
+        "connection",
+        "keep-alive",
+        "alt-svc",  # protocols the host also speaks (h3)
+        # Security policy for browsers: the same for every client.
+        "strict-transport-security",
+        "content-security-policy",
+        "content-security-policy-report-only",
+        "x-content-type-options",
+        "x-frame-options",
+        "x-xss-protection",
+        "referrer-policy",
+        "permissions-policy",
+        "x-robots-tag",
+        # The provider's software and proxies: the same for everyone.
+        "server",
+        "via",
+        "cf-cache-status",
+        # Ids of this one request (support tickets quote them), not of the account.
+        "x-request-id",
+        "request-id",
+        "x-amz-request-id",
+        "x-amz-id-2",
+        "apim-request-id",
+        "cf-ray",
+        "x-cloud-trace-context",
+        "mistral-correlation-id",
+        "x-kong-request-id",
+        "x-debug-trace-id",
+        # How long the provider took.
+        "server-timing",
+        "x-envoy-upstream-service-time",
+        "x-kong-upstream-latency",
+        "x-kong-proxy-latency",
+        # Retry hints the SDKs obey.
+        "retry-after",
+        "retry-after-ms",
+        "x-should-retry",
+        # Deprecation notices the SDKs surface.
+        "warning",
+        "deprecation",
+        "sunset",
+        "x-api-warning",
+    }
+)
+_RESPONSE_HEADER_PREFIXES = (
+    # Rate limits: what the SDKs and apps throttle by (OpenAI, Groq, Anthropic, IETF).
+    "x-ratelimit-",
+    "ratelimit-",
+    "anthropic-ratelimit-",
+    # Cross-origin rules for browsers: the same for every client.
+    "access-control-",
+    "cross-origin-",
+    # Providers' own headers: API version, processing time, model, region, Bedrock's
+    # token counts and error type (botocore builds its exceptions from x-amzn-errortype).
+    # The account and credential ones among them go (`_identifying_response_header`).
+    "openai-",
+    "anthropic-",
+    "x-goog-",
+    "x-amzn-",
+    "x-ms-",
+    "x-groq-",
+)
+# Kept-looking names that identify the account, or hold what works like a credential.
+_IDENTIFYING_RESPONSE_HEADERS = frozenset(
+    {
+        "x-goog-upload-url",  # a resumable upload's URL: it authorises the upload
+        "x-goog-upload-control-url",
+    }
+)
+# Words of a header name (split on "-") that make it identify an account, a person
+# or a backend session: openai-organization, openai-project, anthropic-organization-id,
+# x-goog-authenticated-user, x-ms-client-principal-id ...
+_IDENTIFYING_WORDS = frozenset(
+    {
+        "organization",
+        "organisation",
+        "org",
+        "project",
+        "user",
+        "account",
+        "customer",
+        "tenant",
+        "principal",
+        "email",
+        "session",
+        "subscription",
+    }
+)
+# Parameters of an authorization header that carry a secret (AWS SigV4's
+# ``Credential=AKIA…/scope`` and ``Signature=…``, OAuth 1, Digest).
+_AUTH_PARAMS = re.compile(
+    r"\b(?:credential|signature|oauth_signature|oauth_token|response|token|sig)"
+    r"=\"?([^\",\s]+)\"?",
+    re.IGNORECASE,
+)
+_COOKIE_NAME = re.compile(r"(?:^|;)\s*[^=;\s]+=")
+_FORM = re.compile(r"[^=&\s]+=[^&\s]*(?:&[^=&\s]+=[^&\s]*)*")
+# A query parameter inside a URL in a text (``?key=…``, ``&amp;sig=…`` in HTML).
+_URL_PARAM = re.compile(r"(?<=[?&;])([A-Za-z0-9_.\-]+)=([^&\s\"'<>#\\]+)")
+_URL_HEADERS = ("location", "content-location")
+_STREAM_KINDS = ("sse", "ndjson", "chunks", "chunks_base64")
+_BASE64_KINDS = ("base64", "chunks_base64")
+_BASE64_MARKERS = ('"base64"', '"chunks_base64"')
+_WALK_MARKS = (*_BASE64_MARKERS, "\\u", "\\U")
+_MAX_REMEMBERED = 1024
+_MAX_DEFERRED = 256
+_MIN_HOOK_EDIT = 4  # a shorter edit of the hook's is not applied to run logs
+
+_remembered: dict[str, None] = {}  # insertion-ordered: the oldest are forgotten first
+_deferred: list[Any] = []
+_lock = threading.Lock()
+
+
+# Header names are few and repeat on every request: each verdict is worked out once.
+@functools.lru_cache(maxsize=1024)
+def keep_request_header(name: str) -> bool:
+    return name.lower() in _REQUEST_HEADERS
+
+
+@functools.lru_cache(maxsize=1024)
+def keep_response_header(name: str) -> bool:
+    """True for a response header a cassette keeps (the safe-list above, minus identifiers)."""
+    name = name.lower()
+    listed = name in _RESPONSE_HEADERS or name.startswith(_RESPONSE_HEADER_PREFIXES)
+    return listed and not _identifying_response_header(name)
+
+
+def _identifying_response_header(name: str) -> bool:
+    """A cookie, a credential, or an account's, a person's or a session's identifier.
+
+    Credentials by DESIGN §4's rule (`is_credential_name`) on the squashed name, not
+    on each word (``x-amzn-bedrock-input-token-count`` is a count,
+    ``x-ratelimit-limit-tokens`` a limit), and any word starting as the rule's names
+    do (``x-amzn-remapped-authorization``).
+    """
+    words = set(name.replace("_", "-").split("-"))
+    squashed = squash(name)
+    return (
+        name in _IDENTIFYING_RESPONSE_HEADERS
+        or not _IDENTIFYING_WORDS.isdisjoint(words)
+        or "cookie" in squashed
+        or is_credential_name(squashed)
+        or any(word.startswith(CREDENTIAL_STARTS) and is_credential_name(word) for word in words)
+    )
+
+
+# -- collecting ----------------------------------------------------------------------
+
+
+def collect_secrets(
+    headers: Iterable[tuple[str, str]], query: Iterable[tuple[str, str]] = ()
+) -> frozenset[str]:
+    """Every credential value a request carried in its headers and query (remembered).
+
+    Headers and parameters whose value is JSON (a gateway's config header) are
+    walked for credential fields. The body's are found by `entry_secrets`.
+    """
+    secrets = _secrets_of(
+        tuple((n, v) for n, v in headers if is_credential_header(n) or v[:1] in ("{", "[")),
+        tuple((n, v) for n, v in query if is_credential_param(n) or v[:1] in ("{", "[")),
+    )
+    _remember(secrets)
+    return secrets
+
+
+def request_secrets(request: Any) -> frozenset[str]:
+    """Every credential a request (a `RequestInfo`) carried, wherever it was (remembered)."""
+    part = {"url": request.url, "body": request_body(request.body, request.content_type)}
+    secrets = collect_secrets(request.headers, request.query) | entry_secrets(part)
+    _remember(secrets)
+    return secrets
+
+
+def request_body(body: bytes, content_type: str) -> dict[str, Any]:
+    """A request body as stored: JSON whenever the key reads it as JSON."""
+    return encode_body(body, "application/json" if body[:1] in (b"{", b"[") else content_type)
+
+
+@functools.lru_cache(maxsize=128)
+def _secrets_of(
+    headers: tuple[tuple[str, str], ...], params: tuple[tuple[str, str], ...]
+) -> frozenset[str]:
+    """The secrets of a request's credentials: the same few on every request of a suite."""
+    found: set[str] = set()
+    for name, value in headers:
+        if value[:1] in ("{", "["):
+            _json_secrets(value, found)
+        if is_credential_header(name):
+            found.update(_header_secrets(name.lower(), value))
+    for name, value in params:
+        if value[:1] in ("{", "["):
+            _json_secrets(value, found)
+        if is_credential_param(name):
+            found.update({value, value.split("/")[0]})  # the key id of a SigV4 scope
+    return _worth_masking(found)
+
+
+def entry_secrets(request: Any) -> frozenset[str]:
+    """The credentials a stored request shows itself: body fields and parameters, JSON
+    inside its strings, and secret shapes anywhere in it."""
+    if not isinstance(request, dict):
+        return frozenset()
+    found: set[str] = set()
+    body = request.get("body")
+    if isinstance(body, dict):
+        if "json" in body:
+            _field_values(body["json"], found, inside=False)
+        found |= _form_secrets(body, _content_type(request))
+    text = _text_of(request)
+    shapes = text is None or bool(SHAPE_START.search(text))
+    for value in _strings(request):
+        if value[:1] in ("{", "[") and len(value) > 2:
+            _json_secrets(value, found)
+        if shapes:
+            found.update(m.group(0) for m in SECRET_SHAPES.finditer(value))
+    return _worth_masking(found)
+
+
+def _content_type(request: dict[str, Any]) -> str:
+    headers = request.get("headers")
+    return str(headers.get("content-type", "")) if isinstance(headers, dict) else ""
+
+
+def _header_secrets(name: str, value: str) -> set[str]:
+    value = value.strip()
+    found = {value}
+    if "cookie" in name:
+        for start in _COOKIE_NAME.finditer(value):
+            rest = value[start.end() :].strip()  # a last cookie whose value holds a ";"
+            cookie = rest.split(";")[0].strip()
+            found.update({rest, cookie, cookie.strip('"')})
+        return found
+    scheme, _, rest = value.partition(" ")
+    rest = rest.strip()
+    found.add(rest)
+    if scheme.lower() == "basic":
+        found.update(_basic_parts(rest))
+    if "authorization" in name:
+        for match in _AUTH_PARAMS.finditer(value):
+            found.add(match.group(1))
+            found.add(match.group(1).split("/")[0])  # the access key id of a SigV4 scope
+    return found
+
+
+def _basic_parts(token: str) -> set[str]:
+    try:
+        decoded = base64.b64decode(token, validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return set()
+    user, _, password = decoded.partition(":")
+    return {decoded, password, user}
+
+
+def _form_secrets(body: dict[str, Any], content_type: str) -> set[str]:
+    """Values of the credential parameters of a form or multipart body."""
+    found: set[str] = set()
+    text = body.get("text")
+    if isinstance(text, str) and _FORM.fullmatch(text.strip()):
+        for name, value in parse_qsl(text.strip(), keep_blank_values=True):
+            if is_credential_param(name):
+                found.add(value)
+    if content_type.lower().startswith("multipart/"):
+        for part, content, _raw in multipart_parts(_stored_bytes(body), content_type) or ():
+            if part and is_credential_param(part):
+                value = content.decode("utf-8", "replace")
+                found.update({value, value.strip()})
+    return found
+
+
+def _stored_bytes(body: dict[str, Any]) -> bytes:
+    """The bytes of a stored ``text`` or ``base64`` body (empty for any other)."""
+    text = body.get("text")
+    if isinstance(text, str):
+        return text.encode("utf-8")
+    try:
+        return base64.b64decode(str(body.get("base64", "")), validate=True)
+    except (binascii.Error, ValueError):
+        return b""
+
+
+def _json_secrets(text: str, found: set[str]) -> None:
+    """The credential fields of a string that holds JSON (``x-portkey-config``)."""
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return
+    _field_values(value, found, inside=False)
+
+
+def _field_values(value: Any, found: set[str], *, inside: bool) -> None:
+    """The values under credential fields; a JSON schema under one describes, not carries."""
+    if isinstance(value, dict):
+        inside = inside and not is_schema(value)
+        for key, item in value.items():
+            _field_values(item, found, inside=inside or is_credential_field(str(key)))
+    elif isinstance(value, list):
+        for item in value:
+            _field_values(item, found, inside=inside)
+    elif inside and isinstance(value, str | int | float) and not isinstance(value, bool):
+        found.add(str(value))
+    elif isinstance(value, str) and value[:1] in ("{", "[") and len(value) > 2:
+        _json_secrets(value, found)
+
+
+def _strings(value: Any) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield str(key)
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def _worth_masking(values: Iterable[str]) -> frozenset[str]:
+    return frozenset(v for v in values if v != MASK and MASK not in v and could_be_credential(v))
+
+
+# -- remembering, for what ghostrun writes besides cassettes ---------------------------
+
+
+def _remember(secrets: frozenset[str]) -> None:
+    if not secrets or all(s in _remembered for s in secrets):
+        return
+    with _lock:
+        for secret in secrets:
+            _remembered.pop(secret, None)
+            _remembered[secret] = None
+        while len(_remembered) > _MAX_REMEMBERED:
+            del _remembered[next(iter(_remembered))]
+
+
+def defer_secrets(request: Any) -> None:
+    """A replayed request: its secrets are collected when a scrub first needs them.
+
+    The replay path only appends; `scrub_text` (run logs, verdicts) reads them.
+    """
+    _deferred.append(request)
+    if len(_deferred) > _MAX_DEFERRED:
+        _read_deferred()
+
+
+def _read_deferred() -> None:
+    while True:
+        try:
+            request = _deferred.pop()
+        except IndexError:
+            return
+        request_secrets(request)
+
+
+def learn_hook_edits(before: Any, after: Any, edits: dict[str, str]) -> None:
+    """Add to ``edits`` what the user's ``redact=`` hook changed in an entry (`scrub_text`).
+
+    Each string it changed: the whole string and the part that changed (common
+    start and end trimmed) are replaced as it replaced them; each string it
+    removed is masked. A session keeps its own, so its run log shows what its
+    cassettes show, and no other session's texts are touched.
+    """
+    _diff(before, after, edits)
+    while len(edits) > _MAX_REMEMBERED:
+        del edits[next(iter(edits))]
+
+
+def _diff(before: Any, after: Any, edits: dict[str, str]) -> None:
+    if isinstance(before, str):
+        if not isinstance(after, str):
+            _removed(before, edits)
+        elif after != before:
+            _changed(before, after, edits)
+    elif isinstance(before, dict):
+        other = after if isinstance(after, dict) else {}
+        for key, item in before.items():
+            if key in other:
+                _diff(item, other[key], edits)
+            else:
+                _removed(item, edits)
+    elif isinstance(before, list):
+        other_items = after if isinstance(after, list) else []
+        for index, item in enumerate(before):
+            if index < len(other_items):
+                _diff(item, other_items[index], edits)
+            else:
+                _removed(item, edits)
+
+
+def _removed(value: Any, edits: dict[str, str]) -> None:
+    for text in _strings(value):
+        if len(text) >= _MIN_HOOK_EDIT and MASK not in text:
+            edits[text] = MASK
+
+
+def _changed(before: str, after: str, edits: dict[str, str]) -> None:
+    if len(before) >= _MIN_HOOK_EDIT:
+        edits[before] = after
+    start = 0
+    while start < min(len(before), len(after)) and before[start] == after[start]:
+        start += 1
+    end = 0
+    while end < min(len(before), len(after)) - start and before[-1 - end] == after[-1 - end]:
+        end += 1
+    middle = before[start : len(before) - end]
+    if len(middle) >= _MIN_HOOK_EDIT and MASK not in middle:
+        edits[middle] = after[start : len(after) - end]
+
+
+def scrub_text(
+    text: str, secrets: Iterable[str] = (), edits: Mapping[str, str] | None = None
+) -> str:
+    """A text with secret shapes and every credential seen so far in this process masked,
+    and a session's hook ``edits`` applied: for run logs and verdict files."""
+    _read_deferred()
+    with _lock:
+        known = frozenset(_remembered)
+    known = candidates(text, known | _worth_masking(secrets))
+    if known:
+        text = mask_text(text, patterns(known))
+    text = SECRET_SHAPES.sub(MASK, text)
+    for old, new in sorted((edits or {}).items(), key=lambda item: -len(item[0])):
+        if old in text:
+            text = text.replace(old, new)
+    return text
+
+
+# -- masking an entry ------------------------------------------------------------------
+
+
+def redact_entry(entry: dict[str, Any], secrets: frozenset[str]) -> dict[str, Any]:
+    """Mask secrets in an entry ``{"request": ..., "response": ...}`` (a new dict).
+
+    ``secrets`` are those of the request's headers and query (`collect_secrets`);
+    those the stored request shows itself are added (and remembered).
+    """
+    entry = dict(entry)
+    request = entry.get("request")
+    if isinstance(request, dict):
+        request = entry["request"] = _read_as_key_reads(request)
+    secrets = secrets | entry_secrets(request)
+    _remember(secrets)
+    if secrets:
+        entry = _mask_exact(entry, secrets)
+    response = entry.get("response")
+    if isinstance(response, dict):
+        entry["response"] = _mask_signed_urls(response)
+    request = entry.get("request")
+    if isinstance(request, dict):
+        body = request.get("body")
+        if isinstance(body, dict) and "json" in body and has_credential_field(body["json"]):
+            request = {**request, "body": {**body, "json": _mask_fields(body["json"])}}
+        text = _text_of(request)
+        if text is None or SHAPE_START.search(text):
+            request = _mask_shapes(request)
+        entry["request"] = request
+    return entry
+
+
+def _read_as_key_reads(request: dict[str, Any]) -> dict[str, Any]:
+    """A request whose text body is JSON, with the body stored as JSON (as the key reads it)."""
+    body = request.get("body")
+    if not (isinstance(body, dict) and len(body) == 1 and isinstance(body.get("text"), str)):
+        return request
+    text = body["text"]
+    if text[:1] not in ("{", "["):
+        return request
+    try:
+        return {**request, "body": {"json": orjson.loads(text)}}
+    except orjson.JSONDecodeError:
+        return request
+
+
+def _mask_exact(entry: dict[str, Any], secrets: frozenset[str]) -> dict[str, Any]:
+    """Mask exact secrets everywhere; a stream is searched across its chunks and events."""
+    compiled = patterns(secrets)
+    response = entry.get("response")
+    body = response.get("body") if isinstance(response, dict) else None
+    kind = _stream_kind(body)
+    if kind is None or not isinstance(response, dict) or not isinstance(body, dict):
+        return (
+            {k: _mask_part(v, compiled) for k, v in entry.items()}
+            if _may_hold(entry, secrets)
+            else entry
+        )
+    rest = {**entry, "response": {**response, "body": None}}
+    if _may_hold(rest, secrets):
+        rest = {k: _mask_part(v, compiled) for k, v in rest.items()}
+    masked, moved = _mask_stream(kind, body, compiled)
+    rest["response"] = {**rest["response"], "body": masked}
+    if moved:
+        rest["response"]["masked_across_chunks"] = moved
+    return rest
+
+
+def _stream_kind(body: Any) -> str | None:
+    """The key holding a stream's chunks, beside at most a ``carry`` of split characters."""
+    if not isinstance(body, dict) or not set(body) - {"carry"}:
+        return None
+    kinds = [k for k in body if k in _STREAM_KINDS]
+    return kinds[0] if len(kinds) == 1 and set(body) <= {kinds[0], "carry"} else None
+
+
+def _mask_stream(
+    kind: str, body: dict[str, Any], compiled: Any
+) -> tuple[dict[str, Any], list[int]]:
+    chunks = body[kind]
+    if not isinstance(chunks, list):
+        return body, []
+    if kind == "chunks_base64":
+        try:
+            data = [base64.b64decode(c, validate=True) for c in chunks]
+        except (binascii.Error, TypeError, ValueError):
+            return {**body, kind: _mask_value(chunks, compiled)}, []
+        masked, moved = mask_chunks(data, compiled)
+        return {**body, kind: [base64.b64encode(c).decode("ascii") for c in masked]}, moved
+    if not all(isinstance(c, str) for c in chunks):
+        return {**body, kind: _mask_value(chunks, compiled)}, []
+    texts, moved = mask_chunks(list(chunks), compiled)
+    out: dict[str, Any] = {**body, kind: texts}
+    carry = body.get("carry")
+    if isinstance(carry, list):
+        # A character carried to the start of the next chunk (DESIGN §3) stays carried
+        # only where that chunk still starts with it.
+        def still(c: Any) -> bool:
+            index = c[0] if isinstance(c, list) and c and isinstance(c[0], int) else -1
+            return 0 <= index < len(texts) - 1 and texts[index + 1][:1] == chunks[index + 1][:1]
+
+        kept = [c for c in carry if still(c)]
+        dropped = [c[0] + 1 for c in carry if not still(c) and isinstance(c, list) and c]
+        moved = sorted({*moved, *(i for i in dropped if isinstance(i, int))})
+        if kept:
+            out["carry"] = kept
+        else:
+            del out["carry"]
+    return out, moved
+
+
+def _may_hold(entry: Any, secrets: frozenset[str]) -> bool:
+    """False only when no string in ``entry`` can hold a secret: the usual case, checked fast.
+
+    Every pattern matches a secret in any encoding, JSON's included, so one search
+    of the entry as JSON text stands for a search of each of its strings; and no
+    pattern can match a text that has neither the secret itself nor one of the
+    marks its escaped characters start with (`_clues`), so a few substring tests
+    spare nearly every search. The string-by-string walk is left to bytes inside
+    base64 bodies, to control characters (which JSON escapes its own way) and to
+    ``\\u`` escapes written in a string (JSON doubles their backslash).
+    """
+    if not secrets:
+        return False
+    text = entry if isinstance(entry, str) else _text_of(entry)
+    if text is None or any(mark in text for mark in _WALK_MARKS):
+        return True
+    clues = _clues(secrets)
+    if clues is None:
+        return True
+    if not any(clue in text for clue in clues):
+        return False
+    return any(p.search(text) for p in patterns(secrets))
+
+
+@functools.lru_cache(maxsize=128)
+def _clues(secrets: frozenset[str]) -> tuple[str, ...] | None:
+    """Substrings one of which any match of `patterns` in JSON text contains.
+
+    A secret shows either as itself (or a base64 form of it) or with some
+    characters escaped, and every escape `_mask` knows starts with one of
+    these marks (``\\u`` is in `_WALK_MARKS`). None: a secret with a control
+    character, always walked.
+    """
+    from ._mask import base64_forms
+
+    chars = set("".join(secrets))
+    if any(ord(c) < 0x20 for c in chars):
+        return None
+    clues = {*secrets, "%"}
+    for secret in secrets:
+        clues.update(base64_forms(secret))
+    if chars & set("&<>\"'") or any("+" in c or "/" in c for c in clues):
+        clues.add("&")
+    if " " in chars:
+        clues.add("+")
+    if chars & set('"\\/') or any("/" in c for c in clues):
+        clues.add("\\")
+    return tuple(sorted(clues, key=len))
+
+
+def _text_of(value: Any) -> str | None:
+    try:
+        return orjson.dumps(value).decode("utf-8")
+    except (TypeError, orjson.JSONEncodeError):
+        return None  # not JSON (a user hook's doing): take the slow, sure path
+
+
+def _mask_part(part: Any, compiled: Any) -> Any:
+    """Mask exact secrets in a request or a response; a binary body is masked as bytes."""
+    if not isinstance(part, dict):
+        return _mask_value(part, compiled)
+    return {
+        _mask_value(k, compiled): (
+            _mask_body(v, compiled) if k == "body" else _mask_value(v, compiled)
+        )
+        for k, v in part.items()
+    }
+
+
+def _mask_value(value: Any, compiled: Any) -> Any:
+    if isinstance(value, str):
+        return mask_text(value, compiled)
+    if isinstance(value, dict):
+        return {_mask_value(k, compiled): _mask_value(v, compiled) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_mask_value(v, compiled) for v in value]
+    return value
+
+
+def _mask_body(body: Any, compiled: Any) -> Any:
+    if not _is_binary(body):
+        return _mask_value(body, compiled)
+    ((kind, value),) = body.items()
+    try:
+        if kind == "base64":
+            return {kind: _mask_base64(value, compiled)}
+        return {kind: [_mask_base64(chunk, compiled) for chunk in value]}
+    except (binascii.Error, TypeError, ValueError):
+        return _mask_value(body, compiled)  # not base64 after all: mask it as text
+
+
+def _mask_base64(value: str, compiled: Any) -> str:
+    data = base64.b64decode(value, validate=True)
+    return base64.b64encode(mask_text(data, compiled)).decode("ascii")
+
+
+def _mask_fields(value: Any, *, inside: bool = False) -> Any:
+    """Mask every value under a credential field of a JSON body (a schema under one stays)."""
+    if isinstance(value, dict):
+        inside = inside and not is_schema(value)
+        return {
+            k: _mask_fields(v, inside=inside or is_credential_field(str(k)))
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_mask_fields(v, inside=inside) for v in value]
+    if inside and isinstance(value, str | int | float) and not isinstance(value, bool):
+        return MASK if value != "" else value
+    return value
+
+
+def _mask_shapes(value: Any) -> Any:
+    if _is_binary(value):
+        return value
+    if isinstance(value, str):
+        return SECRET_SHAPES.sub(MASK, value)
+    if isinstance(value, dict):
+        return {k: _mask_shapes(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_mask_shapes(v) for v in value]
+    return value
+
+
+def _mask_signed_urls(response: dict[str, Any]) -> dict[str, Any]:
+    """Credential parameters of a kept ``location`` and of URLs in a redirect's body."""
+    headers = response.get("headers")
+    if isinstance(headers, dict) and any(h in headers for h in _URL_HEADERS):
+        headers = {k: _mask_url_params(v) if k in _URL_HEADERS else v for k, v in headers.items()}
+        response = {**response, "headers": headers}
+    status = response.get("status")
+    body = response.get("body")
+    if isinstance(status, int) and 300 <= status < 400 and not _is_binary(body):
+        response = {**response, "body": _mask_url_params(body)}
+    return response
+
+
+def _mask_url_params(value: Any) -> Any:
+    if isinstance(value, str):
+        return _URL_PARAM.sub(_masked_param, value) if "=" in value else value
+    if isinstance(value, dict):
+        return {k: _mask_url_params(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_mask_url_params(v) for v in value]
+    return value
+
+
+def _masked_param(match: re.Match[str]) -> str:
+    name = match.group(1)
+    return f"{name}={MASK}" if is_credential_param(name) else match.group(0)
+
+
+def _is_binary(body: Any) -> bool:
+    return isinstance(body, dict) and len(body) == 1 and next(iter(body)) in _BASE64_KINDS

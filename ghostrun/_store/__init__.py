@@ -1,0 +1,11 @@
+"""Cassettes on disk: the match key, the file format, checking and pruning (DESIGN §3).
+
+    _keys         the match key of a request
+    _cassette     one request's cassette: its responses, runs and writes
+    _wscassette   a WebSocket conversation's cassette (I/O-free)
+    _validate     the one loader of every versioned file: cassettes, verdicts, run logs
+    _render       a stored body as lines, to diff
+    _inventory    which files are ghostrun's, for ``check`` and ``prune``
+
+May import: `_core`, `_wire`, `_secrets`.
+"""

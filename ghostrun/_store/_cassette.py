@@ -1,0 +1,276 @@
+"""The cassette: one readable JSON file per distinct request.
+
+    {
+      "key": "<32 hex digits>",
+      "request": {"body": BODY, "headers": {...}, "method": ..., "url": ...},
+      "responses": [{"body": BODY, "headers": {...}, "status": 200,
+                     "stream_error": {"message": ..., "type": ...}?}, ...],
+      "version": 2
+    }
+
+BODY is described in `_bodies`: JSON as a value, text as text, base64 only for
+bytes that are not UTF-8, streams as their chunks (AWS event-stream frames
+readably, see `_eventstream`), each stored so that replay
+gives back the bytes received (DESIGN §3, exact). Bodies are stored decoded
+(never gzipped).
+
+Key order: the file's own keys and the request are sorted, so diffs stay small;
+a response's headers and body keep the provider's order, which replay
+reproduces (a header sent twice keeps its values in order, under one name).
+
+Version 2 added the body modifiers (``format``, ``carry``) and the provider's
+order in responses. A version 1 file (all keys sorted, JSON bodies replayed
+compact) is a valid version 2 file and is read as one; version 2 was made a
+new number so that an older ghostrun says "upgrade" instead of "corrupt".
+
+Runs. A response may carry ``"session": "<session name>"`` (the test id
+under pytest and unittest): the responses of one name form that session's
+*run*, kept contiguous in the file. When two sessions send the same request
+at once (``pytest -n`` workers, two tests of one suite, two processes), each
+keeps its own run, so nothing is lost and a loop replays its own sequence:
+a session replays its own run when the file has one, else the first run in
+the file (which it then extends, in ``auto``, past its end); ``record``
+replaces only the session's own run. Responses without the field (unnamed
+sessions, files from before runs) are one run.
+
+Every file is validated on read (`ghostrun._store._validate`): a bad one raises
+`CassetteError` naming the file and the field, and is never overwritten.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .._core._exceptions import CassetteError
+from .._core._files import dump_json, write_atomic
+from .._wire._bodies import (
+    decode_body,
+    encode_body,
+    encode_chunks,
+    encode_response_body,
+    json_body_bytes,
+)
+from . import _validate
+
+__all__ = [
+    "FORMAT_VERSION",
+    "RUN_FIELD",
+    "Cassette",
+    "Recording",
+    "decode_body",  # from `_bodies`, where they live now
+    "encode_body",
+    "encode_response",
+    "read_run",
+]
+
+FORMAT_VERSION = _validate.FORMAT_VERSIONS["cassette"]
+RUN_FIELD = "session"
+_JSON_KEYS = frozenset({"json", "format"})
+
+
+@dataclass(slots=True)
+class Recording:
+    """One response as the provider sent it (bodies decoded)."""
+
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes = b""
+    chunks: list[bytes] | None = None  # set for streamed responses
+    stream_error: tuple[str, str] | None = None  # (exception type, message)
+
+    @property
+    def transient(self) -> bool:
+        """A failure an SDK retries past (429, 5xx): not worth keeping if it did."""
+        return self.status == 429 or self.status >= 500
+
+
+class Cassette:
+    """A cassette's JSON document, for adding a response to it (replay uses `read_run`)."""
+
+    __slots__ = ("key", "path", "raw_responses", "request")
+
+    def __init__(
+        self,
+        path: str | Path,
+        key: str,
+        request: dict[str, Any],
+        raw_responses: list[dict[str, Any]],
+    ) -> None:
+        self.path = path
+        self.key = key
+        self.request = request
+        self.raw_responses = raw_responses
+
+    def __len__(self) -> int:
+        return len(self.raw_responses)
+
+    def response(self, index: int) -> Recording:
+        return _decode_response(self.raw_responses[index], self.path)
+
+    @classmethod
+    def load(cls, path: str | Path) -> Cassette | None:
+        """The cassette at ``path``, checked, or None if there is none."""
+        found = _read(path)
+        return None if found is None else cls(path, *found)
+
+    def save(self) -> None:
+        document = {
+            "key": self.key,
+            "request": _sorted(self.request),
+            "responses": [_ordered_response(raw) for raw in self.raw_responses],
+            "version": FORMAT_VERSION,
+        }
+        write_atomic(self.path, dump_json(document, sort_keys=False))
+
+    # -- runs ----------------------------------------------------------------------------
+
+    def run(self, label: str | None) -> list[int]:
+        """The positions in the file of the responses of run ``label``."""
+        return [i for i, raw in enumerate(self.raw_responses) if raw.get(RUN_FIELD) == label]
+
+    def choose_run(self, name: str | None) -> str | None:
+        """The run a session named ``name`` uses: its own, else the file's first."""
+        return choose_run(self.raw_responses, name)
+
+    def add(self, response: dict[str, Any], label: str | None) -> int:
+        """Add ``response`` at the end of run ``label``; its index within the run."""
+        if label is not None:
+            response = {**response, RUN_FIELD: label}
+        positions = self.run(label)
+        where = positions[-1] + 1 if positions else len(self.raw_responses)
+        self.raw_responses.insert(where, response)
+        return len(positions)
+
+    def drop_run(self, label: str | None) -> None:
+        self.raw_responses = [r for r in self.raw_responses if r.get(RUN_FIELD) != label]
+
+
+def choose_run(raw_responses: list[dict[str, Any]], name: str | None) -> str | None:
+    """A session's own run if the responses hold one, else the first run, else its own."""
+    first = _NO_RUN
+    for raw in raw_responses:
+        label = raw.get(RUN_FIELD)
+        if label == name:
+            return name
+        if first is _NO_RUN:
+            first = label
+    return name if first is _NO_RUN else first
+
+
+_NO_RUN: Any = object()
+
+
+def read_run(
+    path: str, name: str | None, label: Any = _NO_RUN
+) -> tuple[str | None, list[Recording]] | None:
+    """The replay path: (run label, its responses decoded), or None if there is no file.
+
+    ``label`` is the run the session already uses for this key; by default (or
+    when that run is gone) the session's own run, else the file's first.
+    """
+    found = _read(path)
+    if found is None:
+        return None
+    raw_responses = found[2]
+    if len(raw_responses) == 1:  # nearly always: one run of one response
+        return raw_responses[0].get(RUN_FIELD), [_decode_response(raw_responses[0], path)]
+    labels = {raw.get(RUN_FIELD) for raw in raw_responses}
+    if label is _NO_RUN or label not in labels:
+        label = choose_run(raw_responses, name)
+    chosen = [raw for raw in raw_responses if raw.get(RUN_FIELD) == label]
+    return label, [_decode_response(raw, path) for raw in chosen]
+
+
+def _read(path: str | Path) -> tuple[str, dict[str, Any], list[dict[str, Any]]] | None:
+    """(key, request, raw responses) of the cassette at ``path``, checked; None if there is none."""
+    data = _validate.load(path, "cassette")
+    if data is None:
+        return None
+    return data["key"], data["request"], data["responses"]
+
+
+def encode_response(recording: Recording, content_type: str) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "status": recording.status,
+        "headers": _headers_to_json(recording.headers),
+    }
+    if recording.chunks is not None:
+        entry["body"] = encode_chunks(recording.chunks, content_type)
+    else:
+        entry["body"] = encode_response_body(recording.body, content_type)
+    if recording.stream_error is not None:
+        kind, message = recording.stream_error
+        entry["stream_error"] = {"type": kind, "message": message}
+    return entry
+
+
+def _decode_response(raw: dict[str, Any], path: str | Path) -> Recording:
+    try:
+        status, headers = int(raw["status"]), _headers_from_json(raw.get("headers") or {})
+        body = raw.get("body")
+        if (
+            type(body) is dict
+            and "json" in body
+            and body.keys() <= _JSON_KEYS
+            and "stream_error" not in raw
+        ):
+            return Recording(status, headers, json_body_bytes(body))  # nearly every one
+        decoded = decode_body(body or {"text": ""})
+        error = raw.get("stream_error")
+        return Recording(
+            status,
+            headers,
+            body=decoded if isinstance(decoded, bytes) else b"",
+            chunks=decoded if isinstance(decoded, list) else None,
+            stream_error=(str(error["type"]), str(error["message"])) if error else None,
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CassetteError(f"corrupt cassette {path}: bad response entry ({exc})") from exc
+
+
+def _sorted(value: Any) -> Any:
+    """``value`` with the keys of every object in it sorted."""
+    if isinstance(value, dict):
+        return {key: _sorted(value[key]) for key in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted(item) for item in value]
+    return value
+
+
+def _ordered_response(raw: dict[str, Any]) -> dict[str, Any]:
+    """A response entry's own keys sorted; its headers and body values as the provider sent them."""
+    out = {key: raw[key] for key in sorted(raw)}
+    body = out.get("body")
+    if isinstance(body, dict):
+        out["body"] = {key: body[key] for key in sorted(body)}
+    error = out.get("stream_error")
+    if isinstance(error, dict):
+        out["stream_error"] = _sorted(error)
+    return out
+
+
+def _headers_to_json(headers: list[tuple[str, str]]) -> dict[str, str | list[str]]:
+    out: dict[str, str | list[str]] = {}
+    for name, value in headers:
+        seen = out.get(name)
+        if seen is None:
+            out[name] = value
+        elif isinstance(seen, list):
+            seen.append(value)
+        else:
+            out[name] = [seen, value]
+    return out
+
+
+def _headers_from_json(headers: dict[str, str | list[str]]) -> list[tuple[str, str]]:
+    if list not in map(type, headers.values()):  # no header was sent twice: nearly always
+        return list(headers.items())  # type: ignore[arg-type]
+    pairs = []
+    for name, value in headers.items():
+        if isinstance(value, list):
+            pairs += [(name, one) for one in value]
+        else:
+            pairs.append((name, value))
+    return pairs

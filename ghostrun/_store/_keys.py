@@ -1,0 +1,207 @@
+"""The match key: what makes two requests "the same request".
+
+The key is the sha256 of the method, the canonical URL and the canonical
+body. Canonical means independent of what does not change the answer: key
+order and white space in JSON, the random multipart boundary, fields the user
+chose to ignore, and credentials (headers are never part of the key;
+credential query parameters, form and multipart fields and JSON body fields
+are dropped), so a cassette recorded with one API key replays with another,
+or none.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import importlib
+import re
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+from urllib.parse import parse_qsl, urlencode
+
+import orjson
+
+from .._secrets._credentials import (
+    FIELD_NEEDLES,
+    has_credential_field,
+    is_credential_field,
+    is_credential_param,
+    is_schema,
+)
+from .._wire._multipart import multipart_parts
+
+__all__ = [
+    "canonical_body",
+    "canonical_url",
+    "is_credential_field",
+    "is_credential_param",
+    "match_key",
+    "remove_field",
+    "split_field_paths",
+    "without_fields",
+]
+
+_DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
+_SORTED_COMPACT = orjson.OPT_SORT_KEYS
+
+
+def _builtin_sha256() -> Callable[[bytes], Any]:
+    """The interpreter's own sha256: hashlib's digests, at half the cost of OpenSSL's
+    in the middle of an SDK call (for a key, setting up the hash is most of the work)."""
+    for name in ("_sha2", "_sha256"):  # its module's name from Python 3.12, and before
+        with contextlib.suppress(ImportError, AttributeError):
+            found: Callable[[bytes], Any] = importlib.import_module(name).sha256
+            return found
+    return hashlib.sha256  # an interpreter built without it
+
+
+_sha256 = _builtin_sha256()
+
+
+@functools.lru_cache(maxsize=256)  # an SDK sends a few URLs, again and again
+def canonical_url(scheme: str, host: str, port: int | None, path: str, query: str) -> str:
+    """Scheme, host, port (when not the default), path and sorted query without credentials."""
+    scheme = scheme.lower()
+    netloc = host.lower()
+    if ":" in netloc and not netloc.startswith("["):
+        netloc = f"[{netloc}]"
+    if port is not None and port != _DEFAULT_PORTS.get(scheme):
+        netloc = f"{netloc}:{port}"
+    url = f"{scheme}://{netloc}{path or '/'}"
+    if query:
+        pairs = sorted(
+            p for p in parse_qsl(query, keep_blank_values=True) if not is_credential_param(p[0])
+        )
+        if pairs:
+            url += "?" + urlencode(pairs)
+    return url
+
+
+_SEGMENT = re.compile(r"\.?([^.\[\]]+)|\[(\d+|\*)\]")
+_FIELD_NOTATION = "'metadata.trace_id', 'messages[0].name' or 'messages[*].name'"
+
+
+def split_field_paths(fields: Iterable[str]) -> tuple[tuple[str, ...], ...]:
+    """``ignore_fields`` in the miss diff's notation, as the key's path tuples.
+
+    ``"metadata.trace_id"`` -> ``("metadata", "trace_id")``, ``"messages[0].name"``
+    -> ``("messages", "0", "name")``; ``[*]`` (or ``.*``) matches any index or key.
+    The dotted ``messages.0.name`` reads the same. A path that can never match (empty,
+    unbalanced brackets, a bracket that holds no index) is a ValueError naming it.
+    """
+    return tuple(_field_path(field) for field in fields)
+
+
+def _field_path(field: object) -> tuple[str, ...]:
+    if not isinstance(field, str):
+        raise ValueError(f"ignore_fields takes strings ({_FIELD_NOTATION}), got {field!r}")
+    segments: list[str] = []
+    at = 0
+    while at < len(field):
+        found = _SEGMENT.match(field, at)
+        if found is None or (found.group(1) is not None and at > 0 and field[at] != "."):
+            break
+        if found.group(1) is not None and at == 0 and field[0] == ".":
+            break
+        segments.append(found.group(1) or found.group(2))
+        at = found.end()
+    if not segments or at < len(field):
+        raise ValueError(
+            f"invalid ignore_fields path {field!r}: it can never match a field (write it "
+            f"as the miss diff shows it: {_FIELD_NOTATION})"
+        )
+    return tuple(segments)
+
+
+def without_fields(value: Any, ignore: Sequence[tuple[str, ...]]) -> Any:
+    """A copy of a parsed JSON value with the ``ignore`` paths removed (for showing it)."""
+    value = orjson.loads(orjson.dumps(value))
+    for path in ignore:
+        remove_field(value, path)
+    return value
+
+
+def canonical_body(body: bytes, content_type: str, ignore: Sequence[tuple[str, ...]] = ()) -> bytes:
+    """The body as the key sees it (see the module docstring)."""
+    if not body:
+        return b""
+    ctype = content_type.lower()
+    if "json" in ctype or body[:1] in (b"{", b"["):
+        try:
+            value = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            return body
+        if _may_name_credential(body) and has_credential_field(value):
+            value = _without_credentials(value)
+        for path in ignore:
+            remove_field(value, path)
+        return orjson.dumps(value, option=_SORTED_COMPACT)
+    if ctype.startswith("multipart/"):
+        return _canonical_multipart(body, content_type)
+    if ctype.startswith("application/x-www-form-urlencoded"):
+        pairs = parse_qsl(body.decode("latin-1"), keep_blank_values=True)
+        return urlencode(sorted(p for p in pairs if not is_credential_param(p[0]))).encode()
+    return body
+
+
+def match_key(method: str, url: str, body: bytes) -> str:
+    digest: str = _sha256(b"\n".join((method.upper().encode(), url.encode(), body))).hexdigest()
+    return digest[:32]
+
+
+def _may_name_credential(body: bytes) -> bool:
+    """False when no key of this JSON text can name a credential: most bodies, found in C.
+
+    Exact for ASCII text without escapes, where lower-casing and squashing the
+    whole text squashes each key as `is_credential_field` does, so a key the
+    rule matches leaves one of `FIELD_NEEDLES` (derived from the rule's
+    tables) in the text; anything else (an escape, a non-ASCII byte) goes to
+    the walk over the parsed keys.
+    """
+    if b"\\" in body or not body.isascii():
+        return True
+    squashed = body.lower().replace(b"_", b"").replace(b"-", b"")
+    return any(needle in squashed for needle in FIELD_NEEDLES)
+
+
+def _without_credentials(value: Any) -> Any:
+    """The value without its credential fields; a field holding a JSON schema is structure."""
+    if isinstance(value, dict):
+        return {
+            k: _without_credentials(v)
+            for k, v in value.items()
+            if not is_credential_field(k) or is_schema(v)
+        }
+    if isinstance(value, list):
+        return [_without_credentials(v) for v in value]
+    return value
+
+
+def remove_field(value: Any, path: tuple[str, ...]) -> None:
+    """Delete the field at ``path`` (from `split_field_paths`) from a parsed JSON value."""
+    head, rest = path[0], path[1:]
+    if isinstance(value, dict):
+        targets = list(value) if head == "*" else [head] if head in value else []
+        for name in targets:
+            if rest:
+                remove_field(value[name], rest)
+            else:
+                del value[name]
+    elif isinstance(value, list):
+        indices = range(len(value)) if head == "*" else [int(head)] if head.isdigit() else []
+        for index in reversed(indices):
+            if index >= len(value):
+                continue
+            if rest:
+                remove_field(value[index], rest)
+            else:
+                del value[index]
+
+
+def _canonical_multipart(body: bytes, content_type: str) -> bytes:
+    parts = multipart_parts(body, content_type)
+    if parts is None:
+        return body
+    kept = [raw for name, _content, raw in parts if not (name and is_credential_param(name))]
+    return b"\x00".join(kept)

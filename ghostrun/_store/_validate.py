@@ -1,0 +1,531 @@
+"""Validation on read: every file ghostrun uses is checked against its schema first.
+
+One loader, `load`, for the three kinds of versioned file: cassettes
+(``<cassette_dir>/<key>.json``), judge verdicts (``judge/<key>.json``) and run
+logs (``runs/<name>.json``). It returns the parsed document, or ``None`` when
+the file does not exist, and raises `CassetteError` naming the file and the
+field for anything else: not JSON, ``null``, a wrong shape or type, a value
+out of range, an unknown format version, a ``key`` that is not the file's
+name. A file that failed to load is never treated as absent, so nothing ever
+overwrites it (DESIGN §3, "Safe").
+
+The checks are small functions over plain JSON values; a failure names the
+field the way the file spells it: ``responses[0].body.sse: expected a list of
+strings, got str``. Body encodings are a table, `BODY_KINDS`, from the name of
+the body's one encoding key to the check of its value, and `BODY_MODIFIERS` the
+keys a body may carry beside it: a new encoding or modifier is one line. A
+format version is read when it is in `READABLE_VERSIONS`.
+
+``ghostrun prune`` deletes a file only once `load` accepted it (valid, right
+version, key = name); ``ghostrun show`` asks `newer_version` to show a file
+of a newer format as raw JSON with a warning instead of refusing it.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+
+from .._core._exceptions import CassetteError
+from .._core._files import read_bytes
+from .._wire._bodies import JSON_FORMATS, STREAM_KINDS
+from .._wire._eventstream import decode_chunks
+
+__all__ = [
+    "BODY_KINDS",
+    "BODY_MODIFIERS",
+    "FORMAT_VERSIONS",
+    "READABLE_VERSIONS",
+    "Invalid",
+    "Kind",
+    "check",
+    "load",
+    "newer_version",
+]
+
+Kind = Literal["cassette", "verdict", "run log"]
+FORMAT_VERSIONS: dict[Kind, int] = {"cassette": 2, "verdict": 1, "run log": 1}
+"""The version each kind of file is written with."""
+READABLE_VERSIONS: dict[Kind, tuple[int, ...]] = {
+    "cassette": (1, 2),  # version 1 is version 2 without body modifiers (`_cassette`)
+    "verdict": (1,),
+    "run log": (1,),
+}
+"""The versions read (a newer ghostrun may still read an older format)."""
+_OUTCOMES = ("passed", "failed", "error", "skipped")
+_VERDICTS = ("PASS", "FAIL")
+_FIX: dict[Kind, str] = {
+    "cassette": "Delete it and re-record with GHOSTRUN_MODE=record.",
+    "verdict": "Delete it and re-grade with GHOSTRUN_MODE=record.",
+    "run log": "Delete it and run the tests again.",
+}
+_UPGRADE: dict[Kind, str] = {
+    "cassette": "upgrade ghostrun, or delete the file and re-record with GHOSTRUN_MODE=record",
+    "verdict": "upgrade ghostrun, or delete the file and re-grade with GHOSTRUN_MODE=record",
+    "run log": "upgrade ghostrun, or run the tests again",
+}
+
+
+class Invalid(Exception):
+    """A field that breaks its file's schema: where (as the file spells it) and why."""
+
+    def __init__(self, where: str, problem: str) -> None:
+        super().__init__(f"{where}: {problem}" if where else problem)
+        self.where, self.problem = where, problem
+
+
+class _Version(Exception):
+    """An integer format version this ghostrun does not read."""
+
+
+def load(path: str | os.PathLike[str], kind: Kind) -> dict[str, Any] | None:
+    """The checked document at ``path``; None only if there is no file there."""
+    data = read_bytes(path)
+    if data is None:
+        return None
+    try:
+        document = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise CassetteError(f"corrupt file {path}: not valid JSON ({exc}). {_FIX[kind]}") from exc
+    return check(document, path, kind)
+
+
+def check(document: Any, path: str | os.PathLike[str], kind: Kind) -> dict[str, Any]:
+    """``document`` if it is a valid file of ``kind`` named ``path``, else a CassetteError."""
+    stem = _stem(path)
+    if kind == "cassette" and _plain_cassette(document, stem):
+        return document  # type: ignore[no-any-return]  # checked just now
+    try:
+        _CHECKS[kind](document, stem)
+    except _Version as exc:
+        raise CassetteError(
+            f"{kind} {path} has format version {exc}, but this ghostrun reads version "
+            f"{_readable(kind)}: {_UPGRADE[kind]}"
+        ) from None
+    except Invalid as exc:
+        raise CassetteError(f"corrupt {kind} {path}: {exc}. {_FIX[kind]}") from None
+    result: dict[str, Any] = document
+    return result
+
+
+def newer_version(document: Any, kind: Kind) -> int | None:
+    """The format version of ``document`` if it is an integer this ghostrun does not read."""
+    if not isinstance(document, dict):
+        return None
+    version = document.get("version")
+    if isinstance(version, bool) or not isinstance(version, int):
+        return None
+    return None if version in READABLE_VERSIONS[kind] else version
+
+
+def _readable(kind: Kind) -> str:
+    return " or ".join(map(str, READABLE_VERSIONS[kind]))
+
+
+def _stem(path: str | os.PathLike[str]) -> str:
+    name = os.path.basename(os.fspath(path))
+    return name[:-5] if name.endswith(".json") else Path(name).stem
+
+
+# -- the replay hot path: the common shape, checked without building a field path ----------
+
+_PLAIN_STREAMS = frozenset({"sse", "ndjson", "chunks"})
+
+
+def _plain_cassette(document: Any, stem: str) -> bool:
+    """True only for a valid cassette of the everyday shape; anything else gets `_cassette`.
+
+    As strict as `_cassette` on what it accepts (never looser), and several
+    times faster, since nearly every replay reads a file of this shape.
+    """
+    if type(document) is not dict or document.get("key") != stem:
+        return False
+    version = document.get("version")
+    if type(version) is not int or version not in READABLE_VERSIONS["cassette"]:
+        return False
+    request, responses = document.get("request"), document.get("responses")
+    if type(request) is not dict or type(responses) is not list or not responses:
+        return False
+    if type(request.get("method")) is not str or type(request.get("url")) is not str:
+        return False
+    if not _plain_headers(request.get("headers", {})) or not _plain_body(request, "body"):
+        return False
+    return all(_plain_response(response) for response in responses)
+
+
+def _plain_response(response: Any) -> bool:
+    if type(response) is not dict or "stream_error" in response:
+        return False
+    status = response.get("status")
+    if type(status) is not int or not 100 <= status <= 599:
+        return False
+    session = response.get("session", "")
+    return (
+        type(session) is str
+        and _plain_headers(response.get("headers", {}))
+        and (_plain_body(response, "body"))
+    )
+
+
+def _plain_headers(headers: Any) -> bool:
+    return type(headers) is dict and all(type(value) is str for value in headers.values())
+
+
+def _plain_body(holder: dict[str, Any], name: str) -> bool:
+    if name not in holder:
+        return True
+    body = holder[name]
+    if type(body) is dict and len(body) == 2 and "json" in body:  # a JSON body's format
+        spelling = body.get("format")
+        return type(spelling) is str and spelling in JSON_FORMATS
+    if type(body) is not dict or len(body) != 1:
+        return False
+    ((kind, value),) = body.items()
+    if kind == "json":
+        return True
+    if kind == "text":
+        return type(value) is str
+    return kind in _PLAIN_STREAMS and type(value) is list and all(type(c) is str for c in value)
+
+
+# -- the pieces ------------------------------------------------------------------------------
+
+
+def _got(value: Any) -> str:
+    """How a message names the type (and, for a scalar, the value) it found."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"bool {'true' if value else 'false'}"
+    if isinstance(value, (int, float)):
+        return f"{type(value).__name__} {value!r}"
+    if isinstance(value, str):
+        return "str" if len(value) > 40 else f"str {value!r}"
+    if isinstance(value, list):
+        return "list"
+    return "object" if isinstance(value, dict) else type(value).__name__
+
+
+def _child(where: str, name: str | int) -> str:
+    if isinstance(name, int):
+        return f"{where}[{name}]"
+    return f"{where}.{name}" if where else name
+
+
+def _object(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise Invalid(where, f"expected an object, got {_got(value)}")
+    return value
+
+
+def _list(value: Any, where: str, *, non_empty: bool = False) -> list[Any]:
+    if not isinstance(value, list):
+        raise Invalid(where, f"expected a list, got {_got(value)}")
+    if non_empty and not value:
+        raise Invalid(where, "expected a non-empty list, got []")
+    return value
+
+
+def _str(value: Any, where: str) -> None:
+    if not isinstance(value, str):
+        raise Invalid(where, f"expected a string, got {_got(value)}")
+
+
+def _opt_str(value: Any, where: str) -> None:
+    if value is not None:
+        _str(value, where)
+
+
+def _int(value: Any, where: str, low: int | None = None, high: int | None = None) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise Invalid(where, f"expected an integer, got {_got(value)}")
+    if (low is not None and value < low) or (high is not None and value > high):
+        span = f"{low}..{high}" if high is not None else f">= {low}"
+        raise Invalid(where, f"expected an integer in {span}, got {value}")
+
+
+def _number(value: Any, where: str, low: float, high: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise Invalid(where, f"expected a number, got {_got(value)}")
+    if not low <= value <= high:
+        raise Invalid(where, f"expected a number in {low}..{high}, got {value}")
+
+
+def _one_of(value: Any, where: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed or not isinstance(value, str):
+        raise Invalid(where, f"expected one of {', '.join(allowed)}, got {_got(value)}")
+
+
+def _str_list(value: Any, where: str) -> None:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        shown = _got(value) if not isinstance(value, list) else "a list holding other values"
+        raise Invalid(where, f"expected a list of strings, got {shown}")
+
+
+def _optional(document: dict[str, Any], name: str, where: str, test: _Check) -> None:
+    if name in document:
+        test(document[name], _child(where, name))
+
+
+def _required(document: dict[str, Any], name: str, where: str) -> Any:
+    if name not in document:
+        raise Invalid(_child(where, name), "missing")
+    return document[name]
+
+
+def _version(document: Any, kind: Kind) -> dict[str, Any]:
+    found = _object(document, "")
+    if "version" not in found:
+        raise Invalid("", f'not a ghostrun {kind} (no "version")')
+    version = found["version"]
+    _int(version, "version")
+    if version not in READABLE_VERSIONS[kind]:
+        raise _Version(version)
+    return found
+
+
+def _key(document: dict[str, Any], stem: str) -> None:
+    key = _required(document, "key", "")
+    _str(key, "key")
+    if key != stem:
+        raise Invalid("key", f"{key!r} is not the file's name ({stem!r}): a renamed or copied file")
+
+
+_Check = Callable[[Any, str], None]
+
+
+# -- bodies: one line per encoding -------------------------------------------------------------
+
+
+def _any_json(value: Any, where: str) -> None:
+    """Any JSON value (a JSON body is stored as the value itself)."""
+
+
+def _base64(value: Any, where: str) -> None:
+    _str(value, where)
+    try:
+        base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        raise Invalid(where, "not valid base64") from None
+
+
+def _base64_list(value: Any, where: str) -> None:
+    _str_list(value, where)
+    for index, item in enumerate(value):
+        _base64(item, _child(where, index))
+
+
+def _eventstream(value: Any, where: str) -> None:
+    """AWS event-stream chunks: every frame is checked by writing it (``_eventstream``)."""
+    try:
+        decode_chunks(value)
+    except ValueError as exc:
+        raise Invalid(where, str(exc)) from None
+
+
+BODY_KINDS: dict[str, _Check] = {
+    "json": _any_json,
+    "text": _str,
+    "base64": _base64,
+    "sse": _str_list,
+    "ndjson": _str_list,
+    "chunks": _str_list,
+    "chunks_base64": _base64_list,
+    "eventstream": _eventstream,
+}
+"""Each body encoding (the body's one key) and the check of its value."""
+
+
+def _json_format(value: Any, where: str) -> None:
+    _str(value, where)
+    if value not in JSON_FORMATS:
+        raise Invalid(where, f"unknown JSON format (known: {', '.join(JSON_FORMATS)})")
+
+
+def _carry(value: Any, where: str) -> None:
+    _list(value, where)
+    for index, item in enumerate(value):
+        pair = type(item) is list and len(item) == 2 and all(type(n) is int for n in item)
+        if not pair or item[0] < 0 or not 1 <= item[1] <= 3:
+            raise Invalid(_child(where, index), "expected [chunk index, 1 to 3 bytes]")
+
+
+BODY_MODIFIERS: dict[str, _Check] = {"format": _json_format, "carry": _carry}
+"""Keys a body may carry beside its encoding key, and the check of each value (`_bodies`)."""
+_MODIFIED: dict[str, tuple[str, ...]] = {"format": ("json",), "carry": STREAM_KINDS}
+"""The encodings each modifier goes with."""
+
+
+def _body(value: Any, where: str) -> None:
+    body = _object(value, where)
+    kinds = [name for name in body if name not in BODY_MODIFIERS]
+    if len(kinds) != 1:
+        raise Invalid(where, f"expected exactly one encoding key, got {sorted(kinds) or 'none'}")
+    for name, content in body.items():
+        if name in _MODIFIED and kinds[0] not in _MODIFIED[name]:
+            raise Invalid(_child(where, name), f"not a modifier of a {kinds[0]!r} body")
+        test = BODY_KINDS.get(name) or BODY_MODIFIERS.get(name)
+        if test is None:
+            known = ", ".join(BODY_KINDS)
+            raise Invalid(_child(where, name), f"unknown body encoding (known: {known})")
+        test(content, _child(where, name))
+
+
+def _headers(value: Any, where: str) -> None:
+    for name, header in _object(value, where).items():
+        if isinstance(header, list):
+            _str_list(header, _child(where, name))
+        elif not isinstance(header, str):
+            raise Invalid(
+                _child(where, name), f"expected a string or a list of strings, got {_got(header)}"
+            )
+
+
+# -- cassettes -------------------------------------------------------------------------------
+
+
+def _cassette(document: Any, stem: str) -> None:
+    found = _version(document, "cassette")
+    _key(found, stem)
+    if found.get("kind") == "websocket":  # a WebSocket conversation, checked by its own module
+        _websocket(found)
+        return
+    _request(_required(found, "request", ""), "request")
+    responses = _list(_required(found, "responses", ""), "responses", non_empty=True)
+    for index, response in enumerate(responses):
+        _response(response, f"responses[{index}]")
+
+
+def _websocket(document: dict[str, Any]) -> None:
+    from ._wscassette import parse_document
+
+    try:
+        parse_document(document, "")
+    except ValueError as exc:
+        raise Invalid("", str(exc)) from None
+
+
+def _request(value: Any, where: str) -> None:
+    request = _object(value, where)
+    _str(_required(request, "method", where), _child(where, "method"))
+    _str(_required(request, "url", where), _child(where, "url"))
+    _optional(request, "headers", where, _headers)
+    _optional(request, "body", where, _body)
+
+
+def _response(value: Any, where: str) -> None:
+    response = _object(value, where)
+    _int(_required(response, "status", where), _child(where, "status"), 100, 599)
+    _optional(response, "headers", where, _headers)
+    _optional(response, "body", where, _body)
+    _optional(response, "stream_error", where, _stream_error)
+    _optional(response, "session", where, _str)
+
+
+def _stream_error(value: Any, where: str) -> None:
+    error = _object(value, where)
+    _str(_required(error, "type", where), _child(where, "type"))
+    _str(_required(error, "message", where), _child(where, "message"))
+
+
+# -- verdicts --------------------------------------------------------------------------------
+
+
+def _verdict(document: Any, stem: str) -> None:
+    found = _version(document, "verdict")
+    _one_of(_required(found, "verdict", ""), "verdict", _VERDICTS)
+    _str(_required(found, "reason", ""), "reason")
+    _str(_required(found, "judge", ""), "judge")
+    for name in ("criterion", "text"):
+        _optional(found, name, "", _str)
+    _optional(found, "votes", "", lambda v, where: _int(v, where, 1))
+    _optional(found, "flip_rate", "", lambda v, where: _number(v, where, 0.0, 1.0))
+    _optional(found, "prompt_template_version", "", _int)
+    _optional(found, "draws", "", _draws)
+    _key(found, stem)
+
+
+def _draws(value: Any, where: str) -> None:
+    for index, item in enumerate(_list(value, where)):
+        at = _child(where, index)
+        draw = _object(item, at)
+        _one_of(_required(draw, "verdict", at), _child(at, "verdict"), _VERDICTS)
+        _optional(draw, "reason", at, _str)
+        _optional(draw, "seed", at, lambda v, w: None if v is None else _int(v, w))
+        _optional(draw, "temperature", at, lambda v, w: _number(v, w, 0.0, 2.0))
+
+
+# -- run logs --------------------------------------------------------------------------------
+
+
+def _run_log(document: Any, stem: str) -> None:
+    found = _version(document, "run log")
+    for name in ("name", "run_id", "finished"):
+        _optional(found, name, "", _str)
+    tests = _object(_required(found, "tests", ""), "tests")
+    for name, test in tests.items():
+        _test(test, f"tests[{orjson.dumps(name).decode()}]")
+    _optional(found, "cassettes_used", "", _str_list)
+    _optional(
+        found, "verdicts_used", "", lambda v, where: None if v is None else _str_list(v, where)
+    )
+    _optional(found, "misses", "", _misses)
+    _optional(found, "previous", "", _previous)
+    _optional(found, "selection", "", _selection)
+
+
+def _test(value: Any, where: str) -> None:
+    test = _object(value, where)
+    _optional(test, "outcome", where, lambda v, w: None if v is None else _one_of(v, w, _OUTCOMES))
+    outputs = _required(test, "outputs", where)
+    _str_list(outputs, _child(where, "outputs"))
+    for index, item in enumerate(
+        _list(_required(test, "assertions", where), _child(where, "assertions"))
+    ):
+        _assertion(item, f"{where}.assertions[{index}]", len(outputs))
+    _optional(test, "requests", where, _counts)
+
+
+def _assertion(value: Any, where: str, outputs: int) -> None:
+    assertion = _object(value, where)
+    for name in ("kind", "criterion", "reason"):
+        _str(_required(assertion, name, where), _child(where, name))
+    _one_of(_required(assertion, "verdict", where), _child(where, "verdict"), _VERDICTS)
+    _optional(assertion, "judge", where, _opt_str)
+    _int(_required(assertion, "output", where), _child(where, "output"), 0, outputs - 1)
+
+
+def _counts(value: Any, where: str) -> None:
+    for name, count in _object(value, where).items():
+        _int(count, _child(where, name), 0)
+
+
+def _misses(value: Any, where: str) -> None:
+    for index, item in enumerate(_list(value, where)):
+        miss = _object(item, _child(where, index))
+        _str(_required(miss, "test", _child(where, index)), f"{where}[{index}].test")
+        _str(_required(miss, "message", _child(where, index)), f"{where}[{index}].message")
+
+
+def _previous(value: Any, where: str) -> None:
+    previous = _object(value, where)
+    _int(_required(previous, "tests", where), _child(where, "tests"), 0)
+    _optional(previous, "finished", where, _str)
+
+
+def _selection(value: Any, where: str) -> None:
+    selection = _object(value, where)
+    _optional(selection, "limited_by", where, _str_list)
+
+
+_CHECKS: dict[Kind, Callable[[Any, str], None]] = {
+    "cassette": _cassette,
+    "verdict": _verdict,
+    "run log": _run_log,
+}

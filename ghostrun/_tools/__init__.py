@@ -1,0 +1,10 @@
+"""The command line and what it reads: runs, diffs, reviews, reports.
+
+    _cli          ``ghostrun diff|check|prune|show|calibrate|review|report``
+    _diff         two run logs compared: regressions, drift
+    _show         a cassette, readable
+    _review       what changed in a branch's cassettes and verdicts
+    _report       the review as one HTML file
+
+May import: `_core`, `_wire`, `_secrets`, `_store`, `_recording`, `_judging`, `_assertions`.
+"""

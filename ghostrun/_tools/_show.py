@@ -1,0 +1,213 @@
+"""``ghostrun show``: a cassette or a verdict file as a person reads it.
+
+The request and each response, JSON pretty-printed, and a stream reassembled
+into the text it carried (OpenAI, Anthropic and Gemini SSE, Ollama NDJSON); a
+stream we cannot read is shown as its raw chunks.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .._assertions._extract import extract_text
+from .._store._validate import Kind
+from .._wire._bodies import MODIFIERS
+
+__all__ = ["kind_of", "raw", "render_file", "stream_text"]
+
+_INDENT = "    "
+_STREAM_KINDS = ("sse", "ndjson", "chunks", "chunks_base64")
+_KEY_NAME = re.compile(r"[0-9a-f]{32}\.json")
+
+
+def kind_of(path: Path, document: Any) -> Kind | None:
+    """Which kind of ghostrun file ``path`` claims to be, by its content, else its place."""
+    if isinstance(document, dict) and ("responses" in document or "request" in document):
+        return "cassette"
+    if isinstance(document, dict) and ("criterion" in document or "verdict" in document):
+        return "verdict"
+    if path.parent.name == "judge":
+        return "verdict"
+    return "cassette" if _KEY_NAME.fullmatch(path.name) else None
+
+
+def render_file(path: Path, document: dict[str, Any]) -> str:
+    """A checked cassette (HTTP or WebSocket) or judge verdict (`ghostrun._store._validate`)."""
+    if document.get("kind") == "websocket":
+        return render_websocket(path, document)
+    if kind_of(path, document) == "verdict":
+        return render_verdict(path, document)
+    return render_cassette(path, document)
+
+
+def raw(document: Any) -> str:
+    """Any JSON document, pretty-printed (a file of a format this ghostrun cannot read)."""
+    return _pretty(document)
+
+
+def render_cassette(path: Path, cassette: dict[str, Any]) -> str:
+    request = cassette.get("request") or {}
+    responses = cassette.get("responses") or []
+    lines = [
+        f"cassette {cassette.get('key', path.stem)}  ({path})",
+        "",
+        f"REQUEST  {request.get('method', '?')} {request.get('url', '?')}",
+        *_headers(request.get("headers") or {}),
+        *_body(request.get("body")),
+    ]
+    for index, response in enumerate(responses, 1):
+        lines += [
+            "",
+            f"RESPONSE {index} of {len(responses)}  status {response.get('status', '?')}",
+            *_headers(response.get("headers") or {}),
+            *_body(response.get("body")),
+        ]
+        error = response.get("stream_error")
+        if error:
+            lines.append(f"  stream broke: {error.get('type')}: {error.get('message')}")
+    return "\n".join(lines) + "\n"
+
+
+def render_websocket(path: Path, cassette: dict[str, Any]) -> str:
+    """A WebSocket cassette: each conversation's handshake, then one line per frame."""
+    conversations = cassette.get("conversations") or []
+    lines = [f"websocket cassette {cassette.get('key', path.stem)}  ({path})"]
+    for index, conversation in enumerate(conversations, 1):
+        handshake = conversation.get("handshake") or {}
+        subprotocol = handshake.get("subprotocol")
+        lines += [
+            "",
+            f"CONVERSATION {index} of {len(conversations)}  {handshake.get('url', '?')}"
+            + (f"  (subprotocol {subprotocol})" if subprotocol else ""),
+            *_headers(handshake.get("headers") or {}),
+        ]
+        lines += [_frame_line(event) for event in conversation.get("frames") or []]
+    return "\n".join(lines) + "\n"
+
+
+def _frame_line(event: Any) -> str:
+    if not isinstance(event, dict) or len(event) != 1:
+        return f"  ? {event!r}"
+    ((side, body),) = event.items()
+    if side == "close":
+        close = body if isinstance(body, dict) else {}
+        return f"  x closed by {close.get('by')}: {close.get('code')} {close.get('reason')!r}"
+    arrow = "->" if side == "client" else "<-"
+    kind, value = next(iter(body.items())) if isinstance(body, dict) and body else ("?", body)
+    if kind == "base64":
+        return f"  {arrow} {side}  {len(str(value)) * 3 // 4} bytes of binary data"
+    text = orjson.dumps(value).decode() if kind in ("json", "binary_json") else str(value)
+    return f"  {arrow} {side}  {text if len(text) <= 160 else text[:157] + '...'}"
+
+
+def render_verdict(path: Path, verdict: dict[str, Any]) -> str:
+    votes = verdict.get("votes", 1)
+    flips = f", flip rate {verdict.get('flip_rate', 0.0):.0%}" if votes != 1 else ""
+    lines = [
+        f"judge verdict {verdict.get('key', path.stem)}  ({path})",
+        "",
+        f"VERDICT   {verdict.get('verdict')}  ({votes} vote{'s' if votes != 1 else ''}{flips})",
+        f"judge     {verdict.get('judge')}",
+        f"reason    {verdict.get('reason')}",
+        "criterion:",
+        _indented(str(verdict.get("criterion", ""))),
+        "text:",
+        _indented(str(verdict.get("text", ""))),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _headers(headers: dict[str, Any]) -> list[str]:
+    out = []
+    for name in sorted(headers):
+        values = headers[name]
+        for value in values if isinstance(values, list) else [values]:
+            out.append(f"  {name}: {value}")
+    return out
+
+
+def _body(body: Any) -> list[str]:
+    kinds = [key for key in body if key not in MODIFIERS] if isinstance(body, dict) else []
+    if len(kinds) != 1:
+        return ["  body: (none)"] if not body else ["  body:", _indented(repr(body))]
+    kind, value = kinds[0], body[kinds[0]]
+    if kind == "json":
+        spelling = f", {body['format']}" if "format" in body else ""
+        lines = [f"  body (json{spelling}):", _indented(_pretty(value))]
+        text = _reply_text(value)
+        if text:
+            lines += ["  text:", _indented(text)]
+        return lines
+    if kind == "text":
+        return ["  body (text):", _indented(str(value)) if value else _INDENT + "(empty)"]
+    if kind == "base64":
+        return [f"  body: {len(str(value)) * 3 // 4} bytes of binary data (base64 in the file)"]
+    if kind in _STREAM_KINDS and isinstance(value, list):
+        return _stream(kind, [str(chunk) for chunk in value])
+    return [f"  body ({kind}):", _indented(_pretty(value))]
+
+
+def _stream(kind: str, chunks: list[str]) -> list[str]:
+    head = f"  stream ({len(chunks)} {kind} chunk{'s' if len(chunks) != 1 else ''})"
+    text = stream_text(kind, chunks)
+    if text is not None:
+        return [head + ", reassembled text:", _indented(text) if text else _INDENT + "(empty)"]
+    return [head + ":", *(_indented(repr(chunk)) for chunk in chunks)]
+
+
+def stream_text(kind: str, chunks: list[str]) -> str | None:
+    """The text a recorded stream carried, or None when its events are not ones we read."""
+    if kind == "sse":
+        events = _sse_events("".join(chunks))
+    elif kind == "ndjson":
+        events = [_json(line) for line in "".join(chunks).splitlines() if line.strip()]
+    else:
+        return None
+    events = [event for event in events if event is not None]
+    if not events:
+        return None
+    try:
+        return extract_text(events)
+    except (TypeError, ValueError):
+        return None
+
+
+def _sse_events(stream: str) -> list[Any]:
+    """The JSON ``data`` of each server-sent event (``[DONE]`` and non-JSON skipped)."""
+    events = []
+    for block in stream.replace("\r\n", "\n").split("\n\n"):
+        data = "\n".join(
+            line[5:].removeprefix(" ") for line in block.split("\n") if line.startswith("data:")
+        )
+        if data and data.strip() != "[DONE]":
+            events.append(_json(data))
+    return events
+
+
+def _json(text: str) -> Any:
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def _reply_text(value: Any) -> str | None:
+    if not isinstance(value, dict):
+        return None
+    try:
+        return extract_text(value) or None
+    except (TypeError, ValueError):
+        return None
+
+
+def _pretty(value: Any) -> str:
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode()
+
+
+def _indented(text: str) -> str:
+    return textwrap.indent(text, _INDENT, lambda line: True)
