@@ -22,25 +22,35 @@ from ._core._exceptions import (
 )
 from ._core._hosts import PROVIDER_HOSTS
 from ._core._modes import Mode
-from ._recording._session import Session, session
+from ._core._version import __version__
+from ._intercept import _guard, _patch
+from ._recording import _runlog, _session
+from ._recording._session import Redactor, Session, session
 
 if TYPE_CHECKING:
     from ._assertions._expect import Expectation, ExpectationFailed, expect, expect_tool_calls
-    from ._assertions._tool_calls import ExpectToolCalls, ToolCall
+    from ._assertions._tool_calls import ToolCall, ToolCallExpectation
     from ._integrations._unittest import TestCaseMixin
-    from ._judging._judges import CallableJudge, Judge, OllamaJudge, OpenAICompatibleJudge
+    from ._judging._judges import (
+        CallableJudge,
+        Judge,
+        OllamaJudge,
+        OpenAICompatibleJudge,
+        RawVerdict,
+    )
     from ._judging._verdicts import Verdict
 
 # Loaded on first use: a test that only replays never pays for the assertions,
 # the judges or unittest, and ``import ghostrun`` is on every cold start's path.
 _LAZY = {
     "CallableJudge": "._judging._judges",
-    "ExpectToolCalls": "._assertions._tool_calls",
+    "ToolCallExpectation": "._assertions._tool_calls",
     "Expectation": "._assertions._expect",
     "ExpectationFailed": "._assertions._expect",
     "Judge": "._judging._judges",
     "OllamaJudge": "._judging._judges",
     "OpenAICompatibleJudge": "._judging._judges",
+    "RawVerdict": "._judging._judges",
     "TestCaseMixin": "._integrations._unittest",
     "ToolCall": "._assertions._tool_calls",
     "Verdict": "._judging._verdicts",
@@ -49,8 +59,14 @@ _LAZY = {
 }
 
 
+# The layers above sessions hear of them: interception installs its hooks while any
+# session is open (and the guard while one replays); the run log saves each one's use.
+_session.subscribe(entering=_patch.session_entered, exiting=_patch.session_exited)
+_session.subscribe(entering=_guard.session_entered, exiting=_guard.session_exited)
+_session.subscribe(closed=_runlog.session_closed)
+
 if _os.environ.get("GHOSTRUN_MODE"):  # replay guards the whole process (see _guard)
-    importlib.import_module("._intercept._guard", __name__).install_for_suite()
+    _guard.install_for_suite()
 
 
 def __getattr__(name: str) -> Any:
@@ -66,14 +82,11 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *_LAZY})
 
 
-__version__ = "0.1.0"
-
 __all__ = [
     "PROVIDER_HOSTS",
     "CacheMiss",
     "CallableJudge",
     "CassetteError",
-    "ExpectToolCalls",
     "Expectation",
     "ExpectationFailed",
     "GhostrunError",
@@ -82,9 +95,12 @@ __all__ = [
     "Mode",
     "OllamaJudge",
     "OpenAICompatibleJudge",
+    "RawVerdict",
+    "Redactor",
     "Session",
     "TestCaseMixin",
     "ToolCall",
+    "ToolCallExpectation",
     "UnlistedHostWarning",
     "UnsupportedHttpx",
     "Verdict",

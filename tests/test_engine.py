@@ -131,11 +131,22 @@ def test_no_warning_for_other_traffic_or_listed_hosts(
 # -- the layout ----------------------------------------------------------------------
 
 
-def test_import_ghostrun_imports_no_part_of_the_interception() -> None:
-    """The roads and their engine load when the first session opens, not before."""
+def test_import_ghostrun_imports_no_road_and_not_the_engine() -> None:
+    """The roads and their engine load when the first session opens, not before.
+
+    Only the registry of roads and the guard are imported: sessions tell them when
+    they open and close (``ghostrun/__init__`` subscribes them), and neither
+    imports an HTTP library.
+    """
+    subscribers = (
+        "ghostrun._intercept",
+        "ghostrun._intercept._patch",
+        "ghostrun._intercept._guard",
+    )
     code = (
         "import sys, ghostrun\n"
-        "print(sorted(m for m in sys.modules if m.startswith('ghostrun._intercept')))\n"
+        "print(sorted(m for m in sys.modules if m.startswith('ghostrun._intercept')"
+        f" and m not in {subscribers!r}))\n"
         "with ghostrun.session(mode='replay'):\n"
         "    print('ghostrun._intercept._engine' in sys.modules)\n"
     )

@@ -36,7 +36,7 @@ from wire import anthropic_message, chat, chunk, gemini, responses
 import ghostrun._assertions._expect as expect_module
 from ghostrun._assertions._expect import Expectation, ExpectationFailed, expect, expect_tool_calls
 from ghostrun._assertions._extract import extract_text
-from ghostrun._assertions._tool_calls import ExpectToolCalls
+from ghostrun._assertions._tool_calls import ToolCallExpectation
 
 REPLY = "Sorry about the delay! Your refund of $12.50 is on its way."
 
@@ -787,7 +787,7 @@ def test_uncaught_failure_prints_on_an_ascii_console(tmp_path: Path) -> None:
 
 def test_public_surface() -> None:
     assert isinstance(expect(REPLY), Expectation)
-    assert isinstance(expect_tool_calls([]), ExpectToolCalls)
+    assert isinstance(expect_tool_calls([]), ToolCallExpectation)
     assert issubclass(ExpectationFailed, AssertionError)
     assert repr(expect("short")) == "expect('short')"
 

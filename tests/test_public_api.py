@@ -9,7 +9,6 @@ EXPECTED = {
     "CacheMiss",
     "CallableJudge",
     "CassetteError",
-    "ExpectToolCalls",
     "Expectation",
     "ExpectationFailed",
     "GhostrunError",
@@ -18,9 +17,12 @@ EXPECTED = {
     "Mode",
     "OllamaJudge",
     "OpenAICompatibleJudge",
+    "RawVerdict",
+    "Redactor",
     "Session",
     "TestCaseMixin",
     "ToolCall",
+    "ToolCallExpectation",
     "UnlistedHostWarning",
     "UnsupportedHttpx",
     "Verdict",
@@ -36,6 +38,23 @@ def test_exported_names() -> None:
     assert set(ghostrun.__all__) == EXPECTED
     for name in ghostrun.__all__:
         assert getattr(ghostrun, name) is not None
+
+
+def test_public_names_report_ghostrun_as_their_module() -> None:
+    """Tracebacks and reprs say ``ghostrun.CacheMiss``, the name users import."""
+    for name in ghostrun.__all__:
+        value = getattr(ghostrun, name)
+        if isinstance(value, type) or (callable(value) and hasattr(value, "__code__")):
+            assert value.__module__ == "ghostrun", name
+    assert repr(ghostrun.Mode) == "<enum 'Mode'>"
+    assert str(ghostrun.CacheMiss) == "<class 'ghostrun.CacheMiss'>"
+
+
+def test_the_package_is_typed() -> None:
+    """A ``py.typed`` marker ships with the package, so type checkers read its hints."""
+    from importlib.resources import files
+
+    assert files("ghostrun").joinpath("py.typed").is_file()
 
 
 def test_error_tree() -> None:

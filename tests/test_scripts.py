@@ -112,7 +112,7 @@ def test_a_judge_verdict_failure_exits_1(tmp_path: Path, provider: ProviderSimul
 def test_a_replay_miss_exits_1_with_the_miss(tmp_path: Path, provider: ProviderSimulator) -> None:
     result = run_script(tmp_path, provider, "never recorded", GHOSTRUN_MODE="replay")
     assert result.returncode == 1
-    assert "ghostrun._core._exceptions.CacheMiss: ghostrun: no recording for POST" in result.stderr
+    assert "ghostrun.CacheMiss: ghostrun: no recording for POST" in result.stderr
     assert "run once with GHOSTRUN_MODE=record" in result.stderr
     assert provider.served == 0
 

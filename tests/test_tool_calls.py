@@ -25,7 +25,7 @@ from simulator import ProviderSimulator
 from wire import responses
 
 from ghostrun._assertions._expect import ExpectationFailed, expect_tool_calls
-from ghostrun._assertions._tool_calls import ExpectToolCalls, ToolCall, normalize_tool_calls
+from ghostrun._assertions._tool_calls import ToolCall, ToolCallExpectation, normalize_tool_calls
 
 
 @pytest.fixture(autouse=True)
@@ -497,7 +497,7 @@ def test_outcomes_are_reported_to_the_run_log(recorded: list[dict[str, Any]]) ->
 
 
 def test_calls_is_a_copy() -> None:
-    expectation = ExpectToolCalls(AGENT)
+    expectation = ToolCallExpectation(AGENT)
     expectation.calls.clear()
 
     assert len(expectation.calls) == 4

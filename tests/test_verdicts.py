@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import unittest
@@ -472,10 +473,22 @@ def test_session_governs_mode_and_directory(tmp_path: Path, provider: Any) -> No
         grade("Sorry!", "apologises", judge)
     assert len(verdict_files(session_dir)) == 1
     with (
-        ghostrun.session(mode="replay", cassette_dir=tmp_path / "empty") as s,
         pytest.raises(CacheMiss),
+        ghostrun.session(mode="replay", cassette_dir=tmp_path / "empty") as s,
     ):
         grade("Sorry!", "apologises", judge)
+    assert len(s.misses) == 1
+
+
+def test_a_swallowed_verdict_miss_is_raised_when_the_session_exits(
+    tmp_path: Path, provider: Any
+) -> None:
+    """A verdict miss is booked like a request miss: the code under test cannot hide it."""
+    judge = OllamaJudge(host=provider.base_url)
+    with pytest.raises(CacheMiss, match="no cached verdict"):
+        with ghostrun.session(mode="replay", cassette_dir=tmp_path) as s:
+            with contextlib.suppress(CacheMiss):
+                grade("Sorry!", "apologises", judge)
     assert len(s.misses) == 1
 
 

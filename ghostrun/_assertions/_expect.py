@@ -14,69 +14,20 @@ from __future__ import annotations
 
 import json
 import re
-import textwrap
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._recording import _runlog
+from .._core._public import public
+from .._judging._criteria import Ask, ask_for
 from ._extract import extract_text
+from ._outcome import ExpectationFailed, block, check, failure_message, shorten
 from ._schema import schema_errors
-from ._tool_calls import ExpectToolCalls
+from ._tool_calls import ToolCallExpectation
 
 __all__ = ["Expectation", "ExpectationFailed", "expect", "expect_tool_calls"]
 
-# Texts longer than this are shown with their middle cut out.
-MAX_SHOWN = 2000
-_INDENT = "    "
 
-
-class ExpectationFailed(AssertionError):
-    """An expectation on a model's output did not hold.
-
-    ``kind`` is the method (``"contains_intent"``), ``criterion`` what was
-    checked (for judge-backed methods, exactly what the judge was asked),
-    ``text`` the full text checked, ``reason`` why it failed, ``judge`` the
-    judge's identity and ``verdict`` its ``Verdict`` (both ``None`` for
-    deterministic checks).
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        kind: str,
-        criterion: str,
-        text: str,
-        reason: str,
-        judge: str | None = None,
-        verdict: Any = None,
-    ) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.criterion = criterion
-        self.text = text
-        self.reason = reason
-        self.judge = judge
-        self.verdict = verdict
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        """Keyword-only arguments need help to survive pickling (multiprocessing)."""
-        fields = {
-            "kind": self.kind,
-            "criterion": self.criterion,
-            "text": self.text,
-            "reason": self.reason,
-            "judge": self.judge,
-            "verdict": self.verdict,
-        }
-        return (_rebuild_failure, (str(self), fields))
-
-
-def _rebuild_failure(message: str, fields: dict[str, Any]) -> ExpectationFailed:
-    return ExpectationFailed(message, **fields)
-
-
+@public
 def expect(value: object, judge: Any = None) -> Expectation:
     """Assertions on a reply: a string, or an SDK response whose text is read.
 
@@ -86,11 +37,13 @@ def expect(value: object, judge: Any = None) -> Expectation:
     return Expectation(value, judge=judge)
 
 
-def expect_tool_calls(value: object) -> ExpectToolCalls:
+@public
+def expect_tool_calls(value: object) -> ToolCallExpectation:
     """Assertions on the tool calls in a response, a message, or a list of calls."""
-    return ExpectToolCalls(value)
+    return ToolCallExpectation(value)
 
 
+@public
 class Expectation:
     """The text of one reply and the checks on it; every check returns ``self``."""
 
@@ -104,7 +57,7 @@ class Expectation:
         return self._text
 
     def __repr__(self) -> str:
-        return f"expect({_shorten(self._text, 80)!r})"
+        return f"expect({shorten(self._text, 80)!r})"
 
     # -- deterministic ---------------------------------------------------------------------
 
@@ -165,53 +118,55 @@ class Expectation:
 
     def contains_intent(self, intent: str) -> Expectation:
         """The text expresses ``intent`` (an apology, a refund offer...), as the judge sees it."""
-        return self._judged("contains_intent", _intent(intent))
+        return self._judged("contains_intent", intent)
 
     async def acontains_intent(self, intent: str) -> Expectation:
         """Async twin of :meth:`contains_intent`."""
-        return await self._ajudged("contains_intent", _intent(intent))
+        return await self._ajudged("contains_intent", intent)
 
     def does_not_contain_intent(self, intent: str) -> Expectation:
         """The text nowhere expresses ``intent``; the judge is asked this directly."""
-        return self._judged("does_not_contain_intent", _no_intent(intent))
+        return self._judged("does_not_contain_intent", intent)
 
     async def adoes_not_contain_intent(self, intent: str) -> Expectation:
         """Async twin of :meth:`does_not_contain_intent`."""
-        return await self._ajudged("does_not_contain_intent", _no_intent(intent))
+        return await self._ajudged("does_not_contain_intent", intent)
 
     def tone_is(self, tone: str) -> Expectation:
         """The text's overall tone is ``tone`` (empathetic, formal...)."""
-        return self._judged("tone_is", _tone(tone))
+        return self._judged("tone_is", tone)
 
     async def atone_is(self, tone: str) -> Expectation:
         """Async twin of :meth:`tone_is`."""
-        return await self._ajudged("tone_is", _tone(tone))
+        return await self._ajudged("tone_is", tone)
 
     def satisfies(self, criterion: str) -> Expectation:
         """The text meets a criterion written in plain words."""
-        return self._judged("satisfies", _satisfies(criterion))
+        return self._judged("satisfies", criterion)
 
     async def asatisfies(self, criterion: str) -> Expectation:
         """Async twin of :meth:`satisfies`."""
-        return await self._ajudged("satisfies", _satisfies(criterion))
+        return await self._ajudged("satisfies", criterion)
 
     def is_grounded_in(self, context: str | Sequence[str]) -> Expectation:
         """Every claim is supported by ``context``: no new facts, numbers or entities.
 
         ``context`` is a string or a list of documents (joined by blank lines).
         """
-        return self._judged("is_grounded_in", _grounded(context))
+        return self._judged("is_grounded_in", context)
 
     async def ais_grounded_in(self, context: str | Sequence[str]) -> Expectation:
         """Async twin of :meth:`is_grounded_in`."""
-        return await self._ajudged("is_grounded_in", _grounded(context))
+        return await self._ajudged("is_grounded_in", context)
 
     # -- internals -------------------------------------------------------------------------
 
     def _plain(self, kind: str, criterion: str, passed: bool, reason: str) -> Expectation:
         """Settle a deterministic check."""
-        message = _message(f"the text {criterion}", "found", reason, _block("text", self._text))
-        _check(
+        message = failure_message(
+            f"the text {criterion}", "found", reason, block("text", self._text)
+        )
+        check(
             kind=kind,
             criterion=criterion,
             text=self._text,
@@ -221,23 +176,28 @@ class Expectation:
         )
         return self
 
-    def _judged(self, kind: str, ask: _Ask) -> Expectation:
+    def _judged(self, kind: str, argument: Any) -> Expectation:
+        ask = ask_for(kind, argument)
         verdict = _grade(self._text, ask.criterion, self._judge)
         return self._settle(kind, ask, verdict)
 
-    async def _ajudged(self, kind: str, ask: _Ask) -> Expectation:
+    async def _ajudged(self, kind: str, argument: Any) -> Expectation:
+        ask = ask_for(kind, argument)
         verdict = await _agrade(self._text, ask.criterion, self._judge)
         return self._settle(kind, ask, verdict)
 
-    def _settle(self, kind: str, ask: _Ask, verdict: Any) -> Expectation:
+    def _settle(self, kind: str, ask: Ask, verdict: Any) -> Expectation:
         """Settle a judge-backed check from the judge's verdict."""
         passed = bool(verdict.passed)
         said = _verdict_line(verdict)
-        blocks = [_block("text", self._text), *([ask.extra] if ask.extra else [])]
+        blocks = [
+            block("text", self._text),
+            *([block("context", ask.context)] if ask.context else []),
+        ]
         if not passed:
             blocks += _calibration_note(verdict)
-        message = _message(ask.expected, "judge", said, *blocks)
-        _check(
+        message = failure_message(ask.expected, "judge", said, *blocks)
+        check(
             kind=kind,
             criterion=ask.criterion,
             text=self._text,
@@ -277,131 +237,10 @@ async def _agrade(text: str, criterion: str, judge: Any) -> Any:
     return await _verdicts.agrade(text, criterion, judge=judge)
 
 
-def _check(
-    *,
-    kind: str,
-    criterion: str,
-    text: str,
-    passed: bool,
-    reason: str,
-    message: str,
-    judge: str | None = None,
-    verdict: Any = None,
-) -> None:
-    """Report an outcome, then raise ``ExpectationFailed`` if it failed."""
-    _report(kind, criterion, text, passed, reason, judge)
-    if not passed:
-        raise ExpectationFailed(
-            message,
-            kind=kind,
-            criterion=criterion,
-            text=text,
-            reason=reason,
-            judge=judge,
-            verdict=verdict,
-        )
-
-
-def _report(
-    kind: str, criterion: str, text: str, passed: bool, reason: str, judge: str | None
-) -> None:
-    """Hand every assertion outcome to the run log (which ignores it outside a test)."""
-    _runlog.record_assertion(
-        kind=kind, criterion=criterion, text=text, passed=passed, reason=reason, judge=judge
-    )
-
-
 # -- criteria: what the judge is asked, what the user is told ------------------------------
 
 
-@dataclass(frozen=True)
-class _Ask:
-    """A judge question: the criterion sent, and how a failure message words it."""
-
-    criterion: str
-    expected: str
-    extra: str = ""
-
-
-def _required(what: str, value: object) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{what} must be a non-empty string, got {value!r}")
-    return value.strip()
-
-
-def _intent(intent: str) -> _Ask:
-    intent = _required("intent", intent)
-    return _Ask(
-        f"The text expresses or contains this intent: {intent}",
-        f"the text expresses the intent: {intent}",
-    )
-
-
-def _no_intent(intent: str) -> _Ask:
-    intent = _required("intent", intent)
-    return _Ask(
-        f"The text does NOT express or contain this intent anywhere: {intent}",
-        f"the text does not express the intent: {intent}",
-    )
-
-
-def _tone(tone: str) -> _Ask:
-    tone = _required("tone", tone)
-    return _Ask(f"The overall tone of the text is {tone}.", f"the tone of the text is {tone}")
-
-
-def _satisfies(criterion: str) -> _Ask:
-    criterion = _required("criterion", criterion)
-    return _Ask(criterion, f"the text satisfies: {criterion}")
-
-
-def _grounded(context: str | Sequence[str]) -> _Ask:
-    if not isinstance(context, str):
-        context = "\n\n".join(_required("each context document", doc) for doc in context)
-    context = _required("context", context)
-    criterion = (
-        "Every claim in the text is supported by the CONTEXT below. The text states no "
-        "facts, numbers or named entities that are not in the CONTEXT. Leaving things out "
-        f"is fine; adding things is not.\n\nCONTEXT:\n{context}"
-    )
-    extra = _block("context", context)
-    return _Ask(criterion, "every claim in the text is supported by the context", extra)
-
-
-_ASKS: dict[str, Callable[[str], _Ask]] = {
-    "contains_intent": _intent,
-    "does_not_contain_intent": _no_intent,
-    "tone_is": _tone,
-    "satisfies": _satisfies,
-    "is_grounded_in": _grounded,
-}
-JUDGED_KINDS = tuple(_ASKS)
-"""The judge-backed assertions, by method name."""
-
-
-def judge_criterion(kind: str, argument: str) -> str:
-    """The criterion the assertion ``kind`` sends the judge for ``argument``.
-
-    ``ghostrun calibrate`` grades labelled cases with these very words, so its
-    figures describe the judge as the assertions use it.
-    """
-    try:
-        ask = _ASKS[kind]
-    except KeyError:
-        raise ValueError(
-            f"unknown judged assertion {kind!r}: expected one of {JUDGED_KINDS}"
-        ) from None
-    return ask(argument).criterion
-
-
 # -- messages ------------------------------------------------------------------------------
-
-
-def _message(expected: str, label: str, found: str, *blocks: str) -> str:
-    """What was expected, what was found (or what the judge said), then the evidence."""
-    head = f"{label + ':':<10}"
-    found = found.replace("\n", "\n" + " " * len(head))
-    return "\n".join([f"{'expected:':<10}{expected}", f"{head}{found}", *blocks])
 
 
 def _verdict_line(verdict: Any) -> str:
@@ -414,23 +253,6 @@ def _verdict_line(verdict: Any) -> str:
     note = f" ({', '.join(notes)})" if notes else ""
     outcome = "PASS" if verdict.passed else "FAIL"
     return f"{verdict.judge} said {outcome}{note}: {verdict.reason}"
-
-
-def _block(label: str, text: str) -> str:
-    """A labelled, indented, middle-shortened copy of ``text``."""
-    if not text:
-        return f"{label}: (empty)"
-    shown = textwrap.indent(_shorten(text, MAX_SHOWN), _INDENT, lambda line: True)
-    return f"{label} ({len(text)} chars):\n{shown}"
-
-
-def _shorten(text: str, limit: int) -> str:
-    """Cut the middle out of long text: the start and the end say the most."""
-    if len(text) <= limit:
-        return text
-    half = limit // 2
-    omitted = len(text) - 2 * half
-    return f"{text[:half]}\n[... {omitted} characters omitted ...]\n{text[-half:]}"
 
 
 def _find(text: str, substring: str, case_sensitive: bool) -> int:

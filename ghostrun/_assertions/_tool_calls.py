@@ -16,10 +16,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .._core._public import public
 from ._extract import field, is_record, type_name
+from ._outcome import check, failure_message
 from ._schema import json_equal
 
-__all__ = ["ExpectToolCalls", "ToolCall", "normalize_tool_calls"]
+__all__ = ["ToolCall", "ToolCallExpectation", "normalize_tool_calls"]
 
 # Call items named by their ``type``; the value says where the arguments are.
 _TYPED_CALLS = {
@@ -31,6 +33,7 @@ _TYPED_CALLS = {
 _CUSTOM_CALLS = frozenset({"custom_tool_call"})
 
 
+@public
 @dataclass(frozen=True)
 class ToolCall:
     """One tool call: ``arguments`` parsed to a dict, or ``error`` saying why not.
@@ -191,7 +194,8 @@ def _name(record: Any) -> str:
 # -- assertions ----------------------------------------------------------------------------
 
 
-class ExpectToolCalls:
+@public
+class ToolCallExpectation:
     """Assertions on the tool calls a model made; each returns ``self`` to chain.
 
     A failure raises ``ghostrun.ExpectationFailed`` (an ``AssertionError``)
@@ -208,28 +212,28 @@ class ExpectToolCalls:
         return list(self._calls)
 
     def __repr__(self) -> str:
-        return f"ExpectToolCalls({self._calls!r})"
+        return f"ToolCallExpectation({self._calls!r})"
 
-    def called(self, name: str) -> ExpectToolCalls:
+    def called(self, name: str) -> ToolCallExpectation:
         """At least one call to ``name``."""
         found = self._named(name)
         return self._check(
             "called", f"a call to {name!r}", bool(found), f"no call to {name!r}", name
         )
 
-    def did_not_call(self, name: str) -> ExpectToolCalls:
+    def did_not_call(self, name: str) -> ToolCallExpectation:
         """No call to ``name`` at all (malformed or not)."""
         count = len(self._named(name))
         reason = f"{name!r} was called {_times(count)}"
         return self._check("did_not_call", f"no call to {name!r}", count == 0, reason)
 
-    def called_once(self, name: str) -> ExpectToolCalls:
+    def called_once(self, name: str) -> ToolCallExpectation:
         """Exactly one call to ``name``."""
         count = len(self._named(name))
         reason = f"{name!r} was called {_times(count)}"
         return self._check("called_once", f"exactly one call to {name!r}", count == 1, reason, name)
 
-    def call_count(self, name: str | None, n: int) -> ExpectToolCalls:
+    def call_count(self, name: str | None, n: int) -> ToolCallExpectation:
         """Exactly ``n`` calls to ``name``; ``name=None`` counts every call.
 
         ``call_count("search", 2)``; ``call_count(None, 0)`` for "no tool calls".
@@ -244,7 +248,7 @@ class ExpectToolCalls:
 
     def called_with(
         self, name: str, arguments: Mapping[str, Any] | None = None, /, **subset: Any
-    ) -> ExpectToolCalls:
+    ) -> ToolCallExpectation:
         """Some call to ``name`` has these arguments; others are ignored.
 
         Nested values are compared exactly (JSON equality: ``True`` is not
@@ -258,7 +262,7 @@ class ExpectToolCalls:
         reason = _with_reason(name, calls, mismatches)
         return self._check("called_with", criterion, passed, reason, name)
 
-    def called_in_order(self, *names: str) -> ExpectToolCalls:
+    def called_in_order(self, *names: str) -> ToolCallExpectation:
         """``names`` were called in this order; other calls may come between."""
         order = [call.name for call in self._calls]
         position = 0
@@ -280,21 +284,19 @@ class ExpectToolCalls:
 
     def _check(
         self, kind: str, criterion: str, passed: bool, reason: str, *strict: str
-    ) -> ExpectToolCalls:
+    ) -> ToolCallExpectation:
         """Report the outcome; calls to the ``strict`` names must have valid arguments."""
         broken = [c for c in self._calls if c.name in strict and c.error is not None]
         if passed and broken:
             passed = False
             reason = "malformed arguments: " + "; ".join(f"{c.name}: {c.error}" for c in broken)
-        from . import _expect  # late: _expect imports this module
-
-        _expect._check(
+        check(
             kind=kind,
             criterion=criterion,
             text=_render(self._calls),
             passed=passed,
             reason=reason,
-            message=_expect._message(criterion, "found", reason, _listing(self._calls)),
+            message=failure_message(criterion, "found", reason, _listing(self._calls)),
         )
         return self
 

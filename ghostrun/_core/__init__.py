@@ -7,6 +7,7 @@
     _telemetry    URLs that are never recorded (trace uploads)
     _files        atomic writes, JSON in and out, temp and lock file names
     _lock         one cassette's cross-process lock
+    _version      the version
 
 May import: nothing of ghostrun's (the standard library and orjson only).
 """

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ._modes import Mode, parse_mode, running_on_ci
+from ._public import public
 from ._telemetry import UrlList
 
 __all__ = ["block_network_default", "configure", "resolve_mode", "settings", "suite_mode"]
@@ -58,6 +59,7 @@ def block_network_default() -> bool:
     )
 
 
+@public
 def configure(
     *,
     mode: Mode | str | None = _UNSET,

@@ -30,6 +30,8 @@ therefore sees the write error once, after exactly one real request.
 
 from __future__ import annotations
 
+from ._public import public
+
 __all__ = [
     "CacheMiss",
     "CassetteError",
@@ -40,14 +42,17 @@ __all__ = [
 ]
 
 
+@public
 class GhostrunError(Exception):
     """Base class of ghostrun's ordinary errors."""
 
 
+@public
 class CassetteError(GhostrunError):
     """A cassette file is corrupt, of an unknown version, or cannot be written."""
 
 
+@public
 class UnsupportedHttpx(GhostrunError):
     """An installed HTTP library lacks the hook ghostrun wraps.
 
@@ -56,14 +61,17 @@ class UnsupportedHttpx(GhostrunError):
     """
 
 
+@public
 class JudgeUnavailable(GhostrunError):
     """The judge cannot be reached, lacks the model, timed out or said nothing."""
 
 
+@public
 class CacheMiss(BaseException):
     """A request (or judge verdict) has no recording, and the mode forbids making it."""
 
 
+@public
 class UnlistedHostWarning(UserWarning):
     """A request that looks like an LLM API call went to a host no session lists.
 

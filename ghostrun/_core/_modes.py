@@ -17,9 +17,12 @@ from __future__ import annotations
 import enum
 import os
 
+from ._public import public
+
 __all__ = ["VCR_ALIASES", "Mode", "parse_mode", "running_on_ci"]
 
 
+@public
 class Mode(enum.StrEnum):
     """What a session does with each provider request."""
 

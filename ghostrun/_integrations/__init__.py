@@ -3,5 +3,6 @@
 
     _unittest     ``TestCaseMixin``: a session per test, outcomes in the run log
 
-May import: `_core`, `_wire`, `_secrets`, `_store`, `_recording`, `_intercept`, `_judging`, `_assertions`.
+May import: `_core`, `_wire`, `_secrets`, `_store`, `_recording`, `_intercept`, `_judging`,
+`_assertions`.
 """

@@ -33,8 +33,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from .._assertions._expect import ExpectationFailed, expect, expect_tool_calls
 from .._core._exceptions import GhostrunError
+from .._core._public import public
 from .._recording import _runlog
-from .._recording._session import Session, _carries_miss
+from .._recording._session import Session, carries_miss
 
 __all__ = ["TestCaseMixin"]
 
@@ -53,6 +54,7 @@ _PARTS = ("setUp", "asyncSetUp", "tearDown", "asyncTearDown")
 _RESULT_LISTS = ("errors", "failures", "unexpectedSuccesses", "skipped", "expectedFailures")
 
 
+@public
 class TestCaseMixin(_Base):
     """Runs each test in a ghostrun session; adds semantic ``assert…`` methods.
 
@@ -123,9 +125,7 @@ class TestCaseMixin(_Base):
         if before is not None and after is not None:
             session = self._ghostrun_current
             name = session.name if session is not None and session.name else self.id()
-            report = getattr(_runlog, "test_outcome", None)
-            if report is not None:
-                report(name, _outcome(before, after))
+            _runlog.test_outcome(name, _outcome(before, after))
         return result
 
     def _ghostrun_watch(self) -> Callable[[], None]:
@@ -172,7 +172,7 @@ class TestCaseMixin(_Base):
         try:
             yield
         except BaseException as exc:
-            if _carries_miss(exc):
+            if carries_miss(exc):
                 self._ghostrun_escaped = exc
             raise
 

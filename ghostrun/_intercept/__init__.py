@@ -9,17 +9,16 @@
     _aiohttp_ws   aiohttp's ``ws_connect`` (``ClientSession._ws_connect``), WebSocket conversations
     _wslink       the session side of a WebSocket conversation (record, replay, miss), shared
                   by the WebSocket roads
-    _wscassette   a WebSocket conversation's cassette format, key and replay script (I/O-free)
 
-What this folder may import: the standard library, ghostrun's session core
-(``.._session``, ``.._cassette``, ``.._exceptions``, ``.._modes``, ``.._telemetry``,
-and for the WebSocket modules ``.._keys``, ``.._redact``, ``.._files``,
-``.._miss``), orjson (a runtime dependency) and, inside an adapter's
-``check``/``install`` or the hooks they install only, the library it adapts;
-never the public ``ghostrun`` package. The session core never imports this
-folder at module level: nothing here is imported by ``import ghostrun``.
-`Session.__enter__` imports ``_patch`` lazily, when the first session opens,
-and ``_patch`` imports each road's module only when it installs it, so
-``import ghostrun`` stays light and there is no import cycle between sessions
-and adapters.
+    _guard        in replay, the refusal of any provider connection no road made
+
+Nothing here is imported by ``import ghostrun`` but `_patch` and `_guard`
+(``ghostrun/__init__`` subscribes them to sessions: the first session to open
+installs the roads, the last to close restores them); `_patch` imports each
+road's module when it installs it, and a road imports its HTTP library only in
+its adapter's ``check``/``install`` or the hooks they install, so
+``import ghostrun`` never loads an HTTP library. Sessions never import this
+folder.
+
+May import: `_core`, `_wire`, `_secrets`, `_store`, `_recording`.
 """

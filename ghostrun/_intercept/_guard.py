@@ -60,7 +60,16 @@ from .._recording._session import Session, _bypass, current_session
 if TYPE_CHECKING:
     from importlib.machinery import ModuleSpec
 
-__all__ = ["acquire", "check", "install_for_suite", "installed", "is_loopback", "release"]
+__all__ = [
+    "acquire",
+    "check",
+    "install_for_suite",
+    "installed",
+    "is_loopback",
+    "release",
+    "session_entered",
+    "session_exited",
+]
 
 _SOCKET, _ASYNCIO, _GRPC = "socket", "asyncio.base_events", "grpc"
 _HOOKED = (_SOCKET, _ASYNCIO, _GRPC)
@@ -119,6 +128,17 @@ def release() -> None:
 
 def installed() -> bool:
     return _count > 0
+
+
+def session_entered(session: Session) -> None:
+    """A session in replay holds the guard installed while it is open (a `Session` subscriber)."""
+    if session.mode is Mode.REPLAY:
+        acquire()
+
+
+def session_exited(session: Session) -> None:
+    if session.mode is Mode.REPLAY:
+        release()
 
 
 def install_for_suite() -> None:

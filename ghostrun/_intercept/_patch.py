@@ -18,9 +18,12 @@ from __future__ import annotations
 import importlib
 import threading
 from collections.abc import Callable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-__all__ = ["ROADS", "Adapter", "acquire", "installed", "release"]
+if TYPE_CHECKING:
+    from .._recording._session import Session
+
+__all__ = ["ROADS", "Adapter", "acquire", "release", "session_entered", "session_exited"]
 
 ROADS: tuple[str, ...] = (
     "_httpx",  # httpx and httpx2
@@ -61,10 +64,6 @@ def release() -> None:
                 _restorers.pop()()
 
 
-def installed() -> bool:
-    return _count > 0
-
-
 def _install_all() -> None:
     ready = [adapter for adapter in _adapters() if adapter.check()]
     try:
@@ -81,3 +80,12 @@ def _adapters() -> list[Adapter]:
     for road in ROADS:
         adapters += importlib.import_module(f"{__package__}.{road}").adapters()
     return adapters
+
+
+def session_entered(session: Session) -> None:
+    """Every open session holds the roads installed (a `Session` subscriber)."""
+    acquire()
+
+
+def session_exited(session: Session) -> None:
+    release()

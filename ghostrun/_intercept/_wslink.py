@@ -25,6 +25,7 @@ reads and writes files, and keeps the session's counts.
 
 from __future__ import annotations
 
+import difflib
 import os
 import threading
 from collections.abc import Iterable
@@ -38,6 +39,7 @@ from .._core._modes import Mode
 from .._recording._session import Session
 from .._store import _validate
 from .._store._keys import canonical_url
+from .._store._render import render_body
 from .._store._wscassette import (
     Close,
     Conversation,
@@ -233,10 +235,6 @@ class Player:
 
     def _no_first(self, key: str, frame: Frame) -> CacheMiss:
         """No recording starts with this frame: the diff against the closest first frame."""
-        import difflib
-
-        from .._store._render import render_body
-
         mine = render_body(frame)
         recorded = [(k, self._load(k)) for k in self.keys]
         firsts = [(k, c[0].first_client_frame() or {"text": ""}) for k, c in recorded if c]

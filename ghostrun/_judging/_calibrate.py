@@ -33,10 +33,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .._assertions._expect import JUDGED_KINDS, judge_criterion
+from .._core._config import settings
 from .._core._exceptions import CassetteError
 from .._core._files import dump_json, read_json, write_atomic
 from .._core._modes import Mode
+from ._criteria import JUDGED_KINDS, judge_criterion
 from ._judges import RawVerdict
 from ._verdicts import Verdict, current_cassette_dir, grade
 
@@ -394,8 +395,6 @@ def failure_note(identity: str, votes: int) -> str | None:
 
 def _threshold() -> float | None:
     """``GHOSTRUN_MIN_JUDGE_KAPPA`` (the per-run switch) beats ``configure(min_judge_kappa=)``."""
-    from .._core._config import settings
-
     env = os.environ.get(THRESHOLD_ENV, "").strip()
     if not env:
         return settings.min_judge_kappa

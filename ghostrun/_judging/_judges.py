@@ -33,6 +33,8 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import orjson
 
 from .._core._exceptions import GhostrunError, JudgeUnavailable
+from .._core._public import public
+from .._recording import _session
 
 if TYPE_CHECKING:
     import ssl
@@ -81,6 +83,7 @@ VERDICT_SCHEMA: dict[str, Any] = {
 }
 
 
+@public
 @dataclass(frozen=True)
 class RawVerdict:
     """One draw from a judge, before voting and caching."""
@@ -89,6 +92,7 @@ class RawVerdict:
     reason: str
 
 
+@public
 @runtime_checkable
 class Judge(Protocol):
     """What the verdict cache needs from a judge.
@@ -194,8 +198,6 @@ def _preview(value: str, limit: int = 300) -> str:
 
 def no_recording() -> contextlib.AbstractContextManager[Any]:
     """The session's guard that keeps judge traffic out of the cassettes."""
-    from .._recording import _session
-
     return _session.bypass_interception()
 
 
@@ -248,6 +250,7 @@ async def _aimport_ollama() -> Any:
 # --- Ollama ----------------------------------------------------------------------------
 
 
+@public
 class OllamaJudge:
     """Grades with a local Ollama model through the official ``ollama`` client.
 
@@ -378,6 +381,7 @@ def _import_ollama() -> Any:
 # --- OpenAI-compatible servers --------------------------------------------------------
 
 
+@public
 class OpenAICompatibleJudge:
     """Grades through any ``/chat/completions`` endpoint (vLLM, llama.cpp, LM Studio, OpenAI).
 
@@ -515,6 +519,7 @@ class OpenAICompatibleJudge:
 JudgeFunction = Callable[[str, str], Any]
 
 
+@public
 class CallableJudge:
     """Wraps ``fn(text, criterion) -> bool | (bool, reason)`` (or an async one) as a judge.
 

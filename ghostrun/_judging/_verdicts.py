@@ -30,7 +30,8 @@ from .._core._config import resolve_mode, settings
 from .._core._exceptions import CacheMiss, JudgeUnavailable
 from .._core._files import dump_json, write_atomic
 from .._core._modes import Mode
-from .._recording import _runlog
+from .._core._public import public
+from .._recording import _runlog, _session
 from .._secrets._redact import scrub_text
 from .._store import _validate
 from ._judges import PROMPT_TEMPLATE_VERSION, Judge, OllamaJudge, RawVerdict, as_judge, no_recording
@@ -56,6 +57,7 @@ VOTE_TEMPERATURE = 0.7
 _ON_UNAVAILABLE_ENV = "GHOSTRUN_ON_JUDGE_UNAVAILABLE"
 
 
+@public
 @dataclass(frozen=True)
 class Verdict:
     """A judge's (majority) answer on whether a text meets a criterion."""
@@ -168,7 +170,7 @@ def resolve_judge(judge: Any = None) -> Judge:
 class _Context:
     mode: Mode
     cassette_dir: Path
-    session: Any
+    session: _session.Session | None
 
 
 def _context(mode: Mode | None = None, cassette_dir: Path | None = None) -> _Context:
@@ -177,8 +179,6 @@ def _context(mode: Mode | None = None, cassette_dir: Path | None = None) -> _Con
     A caller outside any test (``ghostrun calibrate``) names its own directory,
     and its mode if it has one; the suite-wide switch still beats that mode.
     """
-    from .._recording import _session
-
     if cassette_dir is not None:
         return _Context(resolve_mode(mode), Path(cassette_dir), None)
 
@@ -231,10 +231,9 @@ def _prepare(text: str, criterion: str, judge: Any, context: _Context) -> _Job:
             _runlog.verdict_in_test(key, context.cassette_dir, "missed")
             if _skip_when_unavailable():
                 raise _replay_skip(resolved, criterion, path)
-            raise _note_miss(context.session, _miss(resolved, text, criterion, path))
+            raise _book(context.session, _miss(resolved, text, criterion, path))
     if cached is not None:
         _runlog.verdict_in_test(key, context.cassette_dir, "cached")
-        _note(context.session, criterion, cached)
     return _Job(resolved, text, criterion, key, path, context, cached)
 
 
@@ -245,7 +244,6 @@ def _finish(job: _Job, draws: Sequence[RawVerdict]) -> Verdict:
     record = _record(job.key, job.text, job.criterion, verdict, plan, draws)
     write_atomic(job.path, dump_json(record), root=job.context.cassette_dir)
     _runlog.verdict_in_test(job.key, job.context.cassette_dir, "graded")
-    _note(job.context.session, job.criterion, verdict)
     return verdict
 
 
@@ -263,18 +261,10 @@ def _miss(judge: Judge, text: str, criterion: str, path: Path) -> CacheMiss:
     )
 
 
-def _note(session: Any, criterion: str, verdict: Verdict) -> None:
-    """Tell the session about a verdict, for its run log, if it keeps them."""
-    note = getattr(session, "note_verdict", None)
-    if callable(note):
-        note(criterion, verdict)
-
-
-def _note_miss(session: Any, miss: CacheMiss) -> CacheMiss:
-    misses = getattr(session, "misses", None)
-    if isinstance(misses, list):
-        misses.append(miss)
-    return miss
+def _book(session: _session.Session | None, miss: CacheMiss) -> CacheMiss:
+    """A verdict miss is booked like a request miss: in ``misses``, and raised again
+    when the session closes if the code under test swallowed it."""
+    return miss if session is None else session.book(miss)
 
 
 # --- JudgeUnavailable -> skip --------------------------------------------------------------

@@ -67,18 +67,17 @@ import uuid
 import weakref
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
-from .._core._config import resolve_mode
+from .._core._config import resolve_mode, settings
 from .._core._exceptions import CassetteError
 from .._core._files import dump_json, write_atomic
 from .._core._modes import Mode
+from .._secrets._redact import scrub_text
 from .._store import _validate
-
-if TYPE_CHECKING:
-    from ._session import Session
+from ._session import Session, current_session, current_test_id
 
 __all__ = [
     "LAST",
@@ -390,8 +389,6 @@ def _with_previous(document: dict[str, Any], path: Path) -> dict[str, Any]:
 
 def _scrub(text: str, session: Session | None) -> str:
     """Credentials, secret shapes and what the session's hook removed, masked (DESIGN §4)."""
-    from .._secrets._redact import scrub_text
-
     return scrub_text(text, edits=session.hook_edits if session is not None else None)
 
 
@@ -459,8 +456,6 @@ def record_assertion(
     judge: str | None = None,
 ) -> None:
     """Called for every assertion outcome, passed or failed."""
-    from ._session import current_session
-
     found = current_session()
     where = _where_session(found) if found is not None else _where_default()
     if found is None:
@@ -505,8 +500,6 @@ def verdict_in_test(key: str, cassette_dir: Path, how: str) -> None:
 
     Each test lists its gradings in order, for ``ghostrun review`` and ``report``.
     """
-    from ._session import current_session
-
     found = current_session()
     where = _where_session(found) if found is not None else _where_default()
     _log.verdict_in_test(key, cassette_dir, how, where[:2])
@@ -541,16 +534,11 @@ def load_run(path: Path) -> dict[str, Any]:
 
 
 def _where_session(session: Session) -> tuple[str, str | None, Path]:
-    from ._session import current_test_id
-
     test_id = current_test_id()
     return session.name or test_id or _script_name(), test_id, session.cassette_dir
 
 
 def _where_default() -> tuple[str, str | None, Path]:
-    from .._core._config import settings
-    from ._session import current_test_id
-
     test_id = current_test_id()
     return test_id or _script_name(), test_id, settings.resolve_cassette_dir()
 

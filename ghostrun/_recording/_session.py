@@ -6,10 +6,12 @@ own copy). A thread with no session of its own (a worker pool) falls back to
 the global stack: the most recently opened session still open.
 
 This module decides (replay, record or miss) and keeps the counts; it does no
-HTTP and imports no adapter. Writes are read-modify-writes under the cassette's
-lock (`ghostrun._core._lock`), and each session steps through its own run of a key
-(`ghostrun._store._cassette`, "Runs"), so sessions recording one request at once, in
-one process or many, lose no response and are never handed one twice. The
+HTTP and imports no adapter: interception and the run log, in layers above,
+`subscribe` to hear when sessions enter, exit and close. Writes are
+read-modify-writes under the cassette's lock (`_core._lock`), and each session
+steps through its own run of a key (`_store._cassette`, "Runs"), so sessions
+recording one request at once, in one process or many, lose no response and
+are never handed one twice. The
 engine in ``_intercept._engine`` drives `Session.describe`, `Session.plan` and
 `Session.commit` for every road.
 """
@@ -24,8 +26,9 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextvars import ContextVar
+from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType, TracebackType
+from types import TracebackType
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl
 
@@ -35,22 +38,71 @@ from .._core._files import ensure_dir
 from .._core._hosts import PROVIDER_HOSTS, HostMatcher
 from .._core._lock import cassette_lock
 from .._core._modes import Mode, parse_mode
+from .._core._public import public
 from .._core._telemetry import TELEMETRY_URLS, UrlList
-from .._secrets._redact import defer_secrets
+from .._secrets._redact import (
+    collect_secrets,
+    defer_secrets,
+    keep_request_header,
+    keep_response_header,
+    learn_hook_edits,
+    redact_entry,
+    request_body,
+    request_secrets,
+    scrub_text,
+)
 from .._store._cassette import Cassette, Recording, encode_response, read_run
 from .._store._keys import canonical_body, canonical_url, match_key, split_field_paths
+from ._miss import describe_miss
 
-__all__ = ["Session", "bypass_interception", "current_session", "passing_through", "session"]
+__all__ = [
+    "Redactor",
+    "Session",
+    "bypass_interception",
+    "carries_miss",
+    "current_session",
+    "passing_through",
+    "session",
+    "subscribe",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
-Redactor = Callable[[dict[str, Any]], dict[str, Any]]
+Redactor = Callable[[dict[str, Any]], dict[str, Any] | None]
+"""A session's ``redact=`` hook: edits a cassette entry before it is written, and returns
+it (or None, having edited it in place). Exported as ``ghostrun.Redactor``."""
 
 _context_stack: ContextVar[tuple[Session, ...]] = ContextVar("ghostrun_sessions", default=())
 _bypass: ContextVar[bool] = ContextVar("ghostrun_bypass", default=False)
 _global_stack: list[Session] = []
 _global_lock = threading.Lock()
 _AUTH_FAILURES = frozenset({401, 403, 407})
+Hook = Callable[["Session"], None]
 _UNREAD: Any = object()
+
+
+@dataclass
+class _Hooks:
+    entering: list[Hook] = field(default_factory=list)  # each enter, under the session's lock
+    exiting: list[Hook] = field(default_factory=list)  # each exit, likewise
+    closed: list[Hook] = field(default_factory=list)  # the last exit, once its tapes are written
+
+
+_hooks = _Hooks()
+
+
+def subscribe(
+    *, entering: Hook | None = None, exiting: Hook | None = None, closed: Hook | None = None
+) -> None:
+    """Have the layers above told of sessions: interception when one enters and
+    exits (it installs its hooks while any is open), the run log when one closes.
+    ``ghostrun/__init__`` subscribes them; this module imports neither."""
+    for hooks, hook in (
+        (_hooks.entering, entering),
+        (_hooks.exiting, exiting),
+        (_hooks.closed, closed),
+    ):
+        if hook is not None:
+            hooks.append(hook)
 
 
 def current_session() -> Session | None:
@@ -102,6 +154,7 @@ class RequestInfo:
         return self._content_type
 
 
+@public
 class Session:
     """Record and replay the provider requests made inside it.
 
@@ -191,11 +244,8 @@ class Session:
         with self._lock:
             if self._depth == 0:
                 self._resolve()
-            _patches().acquire()
-            if self.mode is Mode.REPLAY:
-                from .._intercept import _guard
-
-                _guard.acquire()
+            for entering in _hooks.entering:
+                entering(self)
             self._depth += 1
         _context_stack.set((*_context_stack.get(), self))
         with _global_lock:
@@ -215,11 +265,8 @@ class Session:
             _global_stack.reverse()
         with self._lock:
             self._depth -= 1
-            _patches().release()
-            if self.mode is Mode.REPLAY:
-                from .._intercept import _guard
-
-                _guard.release()
+            for exiting in _hooks.exiting:
+                exiting(self)
             if self._depth:
                 return
             unraised, self._unraised = self._unraised, []
@@ -227,10 +274,9 @@ class Session:
             closing, self._on_close = self._on_close, []
         for finish in closing:
             finish()
-        from . import _runlog
-
-        _runlog.session_closed(self)
-        if unraised and not _carries_miss(exc):
+        for closed in _hooks.closed:
+            closed(self)
+        if unraised and not carries_miss(exc):
             raise unraised[0] from exc
         if write_errors and exc is not write_errors[0]:
             raise write_errors[0]  # the block's own error, if any, is its __context__
@@ -395,8 +441,6 @@ class Session:
         return cassette.response(positions[-1]).transient
 
     def _entry(self, info: RequestInfo, recording: Recording) -> dict[str, Any]:
-        from .._secrets._redact import keep_response_header
-
         response = encode_response(
             Recording(
                 recording.status,
@@ -424,14 +468,6 @@ class Session:
 
     def _redacted(self, info: RequestInfo, response: dict[str, Any]) -> dict[str, Any]:
         """An entry with every credential masked, then the user's hook applied."""
-        from .._secrets._redact import (
-            collect_secrets,
-            keep_request_header,
-            learn_hook_edits,
-            redact_entry,
-            request_body,
-        )
-
         entry = {
             "request": {
                 "method": info.method,
@@ -480,9 +516,6 @@ class Session:
         return miss
 
     def _miss(self, info: RequestInfo) -> CacheMiss:
-        from .._secrets._redact import request_secrets, scrub_text
-        from ._miss import describe_miss
-
         request_secrets(info)  # remembered: the message, and run logs, are scrubbed of them
         message = describe_miss(info, self, self._ignore)
         return self.book(CacheMiss(scrub_text(message, edits=self.hook_edits)))
@@ -490,15 +523,6 @@ class Session:
 
 session = Session
 """``ghostrun.session(...)``: the spelling the docs use for `Session`."""
-
-
-def _patches() -> ModuleType:
-    """The patch module, imported when a session opens: the lazy import that keeps
-    ``import ghostrun`` light (it never loads an HTTP library's adapter) and the
-    session core free of any import of the adapters, which import it."""
-    from .._intercept import _patch
-
-    return _patch
 
 
 def _without_last(stack: tuple[Session, ...], item: Session) -> tuple[Session, ...]:
@@ -512,7 +536,8 @@ def _last_index(items: list[Any], item: Any) -> int:
     return len(items) - 1 - items[::-1].index(item)
 
 
-def _carries_miss(exc: BaseException | None) -> bool:
+def carries_miss(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is a `CacheMiss`, or a group holding one."""
     if exc is None:
         return False
     if isinstance(exc, CacheMiss):

@@ -58,7 +58,7 @@ from ._credentials import (
     is_schema,
     squash,
 )
-from ._mask import MASK, candidates, mask_chunks, mask_text, patterns
+from ._mask import MASK, base64_forms, candidates, mask_chunks, mask_text, patterns
 
 __all__ = [
     "MASK",
@@ -679,8 +679,6 @@ def _clues(secrets: frozenset[str]) -> tuple[str, ...] | None:
     these marks (``\\u`` is in `_WALK_MARKS`). None: a secret with a control
     character, always walked.
     """
-    from ._mask import base64_forms
-
     chars = set("".join(secrets))
     if any(ord(c) < 0x20 for c in chars):
         return None

@@ -36,6 +36,7 @@ from .._core._exceptions import CassetteError
 from .._core._files import read_bytes
 from .._wire._bodies import JSON_FORMATS, STREAM_KINDS
 from .._wire._eventstream import decode_chunks
+from ._wscassette import parse_document
 
 __all__ = [
     "BODY_KINDS",
@@ -403,8 +404,6 @@ def _cassette(document: Any, stem: str) -> None:
 
 
 def _websocket(document: dict[str, Any]) -> None:
-    from ._wscassette import parse_document
-
     try:
         parse_document(document, "")
     except ValueError as exc:

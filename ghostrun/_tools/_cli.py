@@ -31,11 +31,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
 from .._core._config import settings
 from .._core._exceptions import CacheMiss, CassetteError, JudgeUnavailable
 from .._core._files import read_json, write_atomic
 from .._core._modes import Mode
+from .._core._version import __version__
 from .._judging import _calibrate
 from .._judging._judges import judge_from_spec
 from .._recording import _runlog
