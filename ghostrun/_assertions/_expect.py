@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._core._public import public
 from .._judging._criteria import Ask, ask_for
@@ -23,6 +23,9 @@ from ._extract import extract_text
 from ._outcome import ExpectationFailed, block, check, failure_message, shorten
 from ._schema import schema_errors
 from ._tool_calls import ToolCallExpectation
+
+if TYPE_CHECKING:
+    from .._judging._verdicts import Verdict
 
 __all__ = ["Expectation", "ExpectationFailed", "expect", "expect_tool_calls"]
 
@@ -186,9 +189,9 @@ class Expectation:
         verdict = await _agrade(self._text, ask.criterion, self._judge)
         return self._settle(kind, ask, verdict)
 
-    def _settle(self, kind: str, ask: Ask, verdict: Any) -> Expectation:
+    def _settle(self, kind: str, ask: Ask, verdict: Verdict) -> Expectation:
         """Settle a judge-backed check from the judge's verdict."""
-        passed = bool(verdict.passed)
+        passed = verdict.passed
         said = _verdict_line(verdict)
         blocks = [
             block("text", self._text),
@@ -202,8 +205,8 @@ class Expectation:
             criterion=ask.criterion,
             text=self._text,
             passed=passed,
-            reason=str(verdict.reason),
-            judge=str(verdict.judge),
+            reason=verdict.reason,
+            judge=verdict.judge,
             verdict=verdict,
             message=message,
         )
@@ -213,42 +216,38 @@ class Expectation:
 # -- the judge seam and the one exit of every assertion -----------------------------------
 
 
-def _calibration_note(verdict: Any) -> list[str]:
+def _calibration_note(verdict: Verdict) -> list[str]:
     """What the user's calibration says of this judge, when it falls short of their bar.
 
     ``_calibrate`` is imported only on a judged failure: passing tests never pay for it.
     """
     from .._judging import _calibrate
 
-    note = _calibrate.failure_note(str(verdict.judge), int(getattr(verdict, "votes", 1)))
+    note = _calibrate.failure_note(verdict.judge, verdict.votes)
     return [note] if note else []
 
 
-def _grade(text: str, criterion: str, judge: Any) -> Any:
+def _grade(text: str, criterion: str, judge: Any) -> Verdict:
     """Ask the judge (``_verdicts`` is imported late: it pulls in the judge client)."""
     from .._judging import _verdicts
 
     return _verdicts.grade(text, criterion, judge=judge)
 
 
-async def _agrade(text: str, criterion: str, judge: Any) -> Any:
+async def _agrade(text: str, criterion: str, judge: Any) -> Verdict:
     from .._judging import _verdicts
 
     return await _verdicts.agrade(text, criterion, judge=judge)
 
 
-# -- criteria: what the judge is asked, what the user is told ------------------------------
-
-
 # -- messages ------------------------------------------------------------------------------
 
 
-def _verdict_line(verdict: Any) -> str:
+def _verdict_line(verdict: Verdict) -> str:
     notes = []
-    votes = getattr(verdict, "votes", 1)
-    if votes and votes > 1:
-        notes.append(f"{votes} votes, flip rate {getattr(verdict, 'flip_rate', 0.0):.0%}")
-    if getattr(verdict, "cached", False):
+    if verdict.votes > 1:
+        notes.append(f"{verdict.votes} votes, flip rate {verdict.flip_rate:.0%}")
+    if verdict.cached:
         notes.append("cached")
     note = f" ({', '.join(notes)})" if notes else ""
     outcome = "PASS" if verdict.passed else "FAIL"

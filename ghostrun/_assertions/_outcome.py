@@ -8,10 +8,13 @@ hears about assertions; outside a test it keeps nothing), and raises
 from __future__ import annotations
 
 import textwrap
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._core._public import public
 from .._recording import _runlog
+
+if TYPE_CHECKING:
+    from .._judging._verdicts import Verdict
 
 __all__ = ["MAX_SHOWN", "ExpectationFailed", "block", "check", "failure_message", "shorten"]
 
@@ -40,7 +43,7 @@ class ExpectationFailed(AssertionError):
         text: str,
         reason: str,
         judge: str | None = None,
-        verdict: Any = None,
+        verdict: Verdict | None = None,
     ) -> None:
         super().__init__(message)
         self.kind = kind
