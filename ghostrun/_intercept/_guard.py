@@ -350,7 +350,7 @@ def is_loopback(host: str) -> bool:
     """127.0.0.0/8, ``::1`` and ``localhost``: what ``block_network`` lets through."""
     found = _loopback.get(host)
     if found is None:
-        import ipaddress
+        import ipaddress  # lazily: only block_network asks, once per host
 
         name = host_name(host)
         try:

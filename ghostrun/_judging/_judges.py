@@ -25,6 +25,7 @@ import contextlib
 import importlib
 import os
 import re
+import sys
 import threading
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
@@ -238,7 +239,6 @@ async def atls_context() -> ssl.SSLContext:
 
 async def _aimport_ollama() -> Any:
     """`_import_ollama` off the event loop the first time (importing it builds a client)."""
-    import sys
 
     if "ollama" in sys.modules:
         return _import_ollama()
