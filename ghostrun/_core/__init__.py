@@ -8,6 +8,7 @@
     _files        atomic writes, JSON in and out, temp and lock file names
     _lock         one cassette's cross-process lock
     _version      the version
+    _public       public names report ``ghostrun`` as their module
 
 May import: nothing of ghostrun's (the standard library and orjson only).
 """

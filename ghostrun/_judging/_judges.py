@@ -239,7 +239,6 @@ async def atls_context() -> ssl.SSLContext:
 
 async def _aimport_ollama() -> Any:
     """`_import_ollama` off the event loop the first time (importing it builds a client)."""
-
     if "ollama" in sys.modules:
         return _import_ollama()
     import anyio.to_thread
