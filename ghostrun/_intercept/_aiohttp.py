@@ -41,6 +41,7 @@ from .._core._exceptions import UnsupportedHttpx
 from .._core._modes import Mode
 from .._store._cassette import Recording
 from ._engine import Decoder, Exchange, Tape, decoder, is_stream, route
+from ._patch import Restore, replace
 
 __all__ = ["AiohttpAdapter", "Middleware"]
 
@@ -71,16 +72,10 @@ class AiohttpAdapter:
             )
         return True
 
-    def install(self) -> Callable[[], None]:
-        cls = self.module.ClientSession
-        original = cls.__dict__["_request"]
-        kit = Kit.of(self.module)
-        cls._request = _wrap_request(original, Middleware(kit, True), Middleware(kit, False))
-
-        def restore() -> None:
-            cls._request = original
-
-        return restore
+    def install(self) -> Restore:
+        cls, kit = self.module.ClientSession, Kit.of(self.module)
+        decoded, raw = Middleware(kit, True), Middleware(kit, False)
+        return replace((cls, "_request", _wrap_request(cls.__dict__["_request"], decoded, raw)))
 
 
 def _missing_hook(aiohttp: ModuleType) -> str | None:

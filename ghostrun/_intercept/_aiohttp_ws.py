@@ -30,6 +30,7 @@ from typing import Any
 from .._core._exceptions import UnsupportedHttpx
 from .._recording._session import bypass_interception
 from .._store._wscassette import Close
+from ._patch import Restore, replace
 from ._wslink import NeedsLive, Player, Recorder, open_link
 
 __all__ = ["AiohttpWsAdapter", "adapters"]
@@ -58,15 +59,9 @@ class AiohttpWsAdapter:
             )
         return True
 
-    def install(self) -> Callable[[], None]:
+    def install(self) -> Restore:
         cls = self.module.ClientSession
-        original = cls.__dict__["_ws_connect"]
-        cls._ws_connect = _wrap(original)
-
-        def restore() -> None:
-            cls._ws_connect = original
-
-        return restore
+        return replace((cls, "_ws_connect", _wrap(cls.__dict__["_ws_connect"])))
 
 
 def _wrap(original: Callable[..., Any]) -> Callable[..., Any]:

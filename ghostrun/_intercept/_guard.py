@@ -56,6 +56,7 @@ from .._core._exceptions import CacheMiss
 from .._core._hosts import PROVIDER_HOSTS, HostMatcher, host_name
 from .._core._modes import Mode
 from .._recording._session import Session, _bypass, current_session
+from ._patch import Refcount, Restore, replace, restore_all
 
 if TYPE_CHECKING:
     from importlib.machinery import ModuleSpec
@@ -90,11 +91,9 @@ _PLUMBING = (
     "grpc",
 )
 _SERVICES = {"http": 80, "https": 443, "ws": 80, "wss": 443}
-_ABSENT: Any = object()
 
 _lock = threading.RLock()
-_count = 0
-_restorers: list[Callable[[], None]] = []
+_restorers: list[Restore] = []
 _pending: set[str] = set()  # hooked modules not imported yet, patched when they are
 _wrappers: dict[tuple[Any, str], tuple[Any, Any]] = {}  # (owner, attr): (original, wrapper)
 _providers = HostMatcher(PROVIDER_HOSTS)
@@ -107,27 +106,16 @@ _loopback: dict[str, bool] = {}
 
 def acquire() -> None:
     """Install the hooks (the first caller does), for as long as `release` is not called."""
-    global _count
-    with _lock:
-        if _count == 0:
-            _install()
-        _count += 1
+    _installed.acquire()
 
 
 def release() -> None:
     """The last release restores the exact original functions."""
-    global _count
-    with _lock:
-        _count -= 1
-        if _count == 0:
-            _pending.clear()
-            _watcher.remove()
-            while _restorers:
-                _restorers.pop()()
+    _installed.release()
 
 
 def installed() -> bool:
-    return _count > 0
+    return _installed.count > 0
 
 
 def session_entered(session: Session) -> None:
@@ -157,6 +145,15 @@ def _install() -> None:
         _watcher.add()
 
 
+def _restore() -> None:
+    _pending.clear()
+    _watcher.remove()
+    restore_all(_restorers)
+
+
+_installed = Refcount(_install, _restore, _lock)
+
+
 def _patch(name: str, module: ModuleType) -> None:
     """Hook one module, once per install (the watcher calls this too)."""
     with _lock:
@@ -179,20 +176,11 @@ def _patch(name: str, module: ModuleType) -> None:
 
 
 def _replace(owner: Any, attr: str, wrap: Callable[[Any], Any]) -> None:
-    own = owner.__dict__.get(attr, _ABSENT)  # connect is inherited from _socket.socket
-    current = getattr(owner, attr)
+    current = getattr(owner, attr)  # connect is inherited from _socket.socket
     made = _wrappers.get((owner, attr))
     if made is None or made[0] is not current:  # built once: a session per test reinstalls
         made = _wrappers[(owner, attr)] = (current, wrap(current))
-    setattr(owner, attr, made[1])
-    _restorers.append(functools.partial(_put_back, owner, attr, own))
-
-
-def _put_back(owner: Any, attr: str, own: Any) -> None:
-    if own is _ABSENT:
-        delattr(owner, attr)
-    else:
-        setattr(owner, attr, own)
+    _restorers.append(replace((owner, attr, made[1])))
 
 
 class _Watcher:

@@ -22,6 +22,7 @@ from .._core._exceptions import UnsupportedHttpx
 from .._recording._session import Session
 from .._store._cassette import Recording
 from ._engine import Exchange, Tape, is_stream, route
+from ._patch import Restore, replace
 
 __all__ = ["HTTPX_FAMILY", "AsyncTransport", "Flavor", "HttpxFamilyAdapter", "Transport"]
 
@@ -55,20 +56,13 @@ class HttpxFamilyAdapter:
                 )
         return True
 
-    def install(self) -> Callable[[], None]:
-        lib = self.module
-        flavor = Flavor.of(lib)
-        originals = {c: c.__dict__["_transport_for_url"] for c in (lib.Client, lib.AsyncClient)}
-        lib.Client._transport_for_url = _routing(originals[lib.Client], flavor, Transport)
-        lib.AsyncClient._transport_for_url = _routing(
-            originals[lib.AsyncClient], flavor, AsyncTransport
+    def install(self) -> Restore:
+        lib, flavor = self.module, Flavor.of(self.module)
+        sync, aio = (cls.__dict__["_transport_for_url"] for cls in (lib.Client, lib.AsyncClient))
+        return replace(
+            (lib.Client, "_transport_for_url", _routing(sync, flavor, Transport)),
+            (lib.AsyncClient, "_transport_for_url", _routing(aio, flavor, AsyncTransport)),
         )
-
-        def restore() -> None:
-            for cls, original in originals.items():
-                cls._transport_for_url = original
-
-        return restore
 
 
 def _routing(original: Callable[..., Any], flavor: Flavor, wrapper: type[Any]) -> Any:

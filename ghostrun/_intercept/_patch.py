@@ -11,6 +11,10 @@ Adding a road is one entry in `ROADS` and a module with ``adapters()``.
 
 Road modules are imported here, when the first session opens, never by
 ``import ghostrun``; each imports its HTTP library only in ``check``.
+
+Two small pieces serve every installer of hooks in this package (the roads
+and the guard): `Refcount`, installed while anyone holds it, and `replace`,
+which sets attributes and returns the function that puts back what was there.
 """
 
 from __future__ import annotations
@@ -18,12 +22,24 @@ from __future__ import annotations
 import importlib
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from .._recording._session import Session
 
-__all__ = ["ROADS", "Adapter", "acquire", "release", "session_entered", "session_exited"]
+__all__ = [
+    "ROADS",
+    "Adapter",
+    "Refcount",
+    "Restore",
+    "acquire",
+    "release",
+    "replace",
+    "restore_all",
+    "session_entered",
+    "session_exited",
+]
 
 ROADS: tuple[str, ...] = (
     "_httpx",  # httpx and httpx2
@@ -34,34 +50,80 @@ ROADS: tuple[str, ...] = (
 )
 """The road modules of ``ghostrun._intercept``, in installation order."""
 
-_lock = threading.Lock()
-_count = 0
-_restorers: list[Callable[[], None]] = []
+Restore = Callable[[], None]
+"""What an install returns: the function that puts the originals back."""
 
 
 class Adapter(Protocol):
     def check(self) -> bool:
         """True if the library is installed and patchable; raise if it is installed but not."""
 
-    def install(self) -> Callable[[], None]:
+    def install(self) -> Restore:
         """Install the hook; return the function that restores the original."""
 
 
-def acquire() -> None:
-    global _count
-    with _lock:
-        if _count == 0:
-            _install_all()
-        _count += 1
+# -- the pieces every installer shares ------------------------------------------------
 
 
-def release() -> None:
-    global _count
-    with _lock:
-        _count -= 1
-        if _count == 0:
-            while _restorers:
-                _restorers.pop()()
+class Refcount:
+    """Installed while held: the first `acquire` installs, the last `release` restores.
+
+    Both run under ``lock``, which the owner may also take for its own work (the
+    guard patches a module under it when the module is imported late). An
+    install that raises leaves the count where it was.
+    """
+
+    def __init__(
+        self, install: Callable[[], None], restore: Restore, lock: AbstractContextManager[Any]
+    ) -> None:
+        self._install, self._restore, self._lock = install, restore, lock
+        self.count = 0
+
+    def acquire(self) -> None:
+        with self._lock:
+            if self.count == 0:
+                self._install()
+            self.count += 1
+
+    def release(self) -> None:
+        with self._lock:
+            self.count -= 1
+            if self.count == 0:
+                self._restore()
+
+
+def replace(*changes: tuple[Any, str, Any]) -> Restore:
+    """Set each ``(owner, name, value)``; return the function that puts back what was there.
+
+    What was there is the owner's own attribute; one it only inherited is
+    deleted again, so the owner goes back to inheriting it.
+    """
+    saved = [(owner, name, owner.__dict__.get(name, _ABSENT)) for owner, name, _ in changes]
+    for owner, name, value in changes:
+        setattr(owner, name, value)
+
+    def restore() -> None:
+        for owner, name, original in saved:
+            if original is _ABSENT:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, original)
+
+    return restore
+
+
+def restore_all(restorers: list[Restore]) -> None:
+    """Run and drop the restorers, the last installed first."""
+    while restorers:
+        restorers.pop()()
+
+
+_ABSENT: Any = object()
+
+
+# -- the roads ------------------------------------------------------------------------
+
+_restorers: list[Restore] = []
 
 
 def _install_all() -> None:
@@ -70,9 +132,21 @@ def _install_all() -> None:
         for adapter in ready:
             _restorers.append(adapter.install())
     except BaseException:
-        while _restorers:
-            _restorers.pop()()
+        restore_all(_restorers)
         raise
+
+
+_roads = Refcount(_install_all, lambda: restore_all(_restorers), threading.Lock())
+
+
+def acquire() -> None:
+    """Install every road's hooks (the first caller does), until the last `release`."""
+    _roads.acquire()
+
+
+def release() -> None:
+    """The last release restores the exact original functions."""
+    _roads.release()
 
 
 def _adapters() -> list[Adapter]:

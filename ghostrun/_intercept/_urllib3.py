@@ -41,6 +41,7 @@ from urllib.parse import unquote, urlsplit
 from .._core._exceptions import UnsupportedHttpx
 from .._store._cassette import Recording
 from ._engine import Exchange, Tape, is_stream, route
+from ._patch import Restore, replace
 
 __all__ = ["Urllib3Adapter", "adapters"]
 
@@ -77,18 +78,11 @@ class Urllib3Adapter:
             )
         return True
 
-    def install(self) -> Callable[[], None]:
-        pools = self.module.connectionpool
-        make_request = pools.HTTPConnectionPool.__dict__["_make_request"]
-        open_tunnel = pools.HTTPSConnectionPool.__dict__["_prepare_proxy"]
-        pools.HTTPConnectionPool._make_request = _hook(self.module, make_request, open_tunnel)
-        pools.HTTPSConnectionPool._prepare_proxy = _defer_tunnel
-
-        def restore() -> None:
-            pools.HTTPConnectionPool._make_request = make_request
-            pools.HTTPSConnectionPool._prepare_proxy = open_tunnel
-
-        return restore
+    def install(self) -> Restore:
+        plain = self.module.connectionpool.HTTPConnectionPool
+        tls = self.module.connectionpool.HTTPSConnectionPool
+        hook = _hook(self.module, plain.__dict__["_make_request"], tls.__dict__["_prepare_proxy"])
+        return replace((plain, "_make_request", hook), (tls, "_prepare_proxy", _defer_tunnel))
 
 
 def _missing_hook(urllib3: ModuleType) -> str | None:

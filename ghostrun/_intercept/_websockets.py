@@ -32,6 +32,7 @@ from typing import Any
 
 from .._core._exceptions import UnsupportedHttpx
 from .._store._wscassette import Close
+from ._patch import Restore, replace
 from ._wslink import NeedsLive, Player, Recorder, open_link
 
 __all__ = ["WebsocketsAdapter", "adapters"]
@@ -65,17 +66,12 @@ class WebsocketsAdapter:
             )
         return True
 
-    def install(self) -> Callable[[], None]:
+    def install(self) -> Restore:
         sync, cls = self.sync, self.aio.connect
-        original_connect, original_await = sync.connect, cls.__dict__["__await_impl__"]
-        sync.connect = _sync_connect(original_connect)
-        cls.__await_impl__ = _await_impl(original_await)
-
-        def restore() -> None:
-            sync.connect = original_connect
-            cls.__await_impl__ = original_await
-
-        return restore
+        return replace(
+            (sync, "connect", _sync_connect(sync.connect)),
+            (cls, "__await_impl__", _await_impl(cls.__dict__["__await_impl__"])),
+        )
 
 
 def _link(uri: str, headers: Any) -> Player | Recorder | None:
