@@ -156,6 +156,32 @@ def _closed_error(rcvd: Close | None, sent: Close | None) -> Exception:
     return (ConnectionClosedOK if ok else ConnectionClosedError)(got, out, first)
 
 
+def _messages(connection: Any) -> Iterator[str | bytes]:
+    """Iterating a connection: each message, until a normal close ends it.
+
+    ``recv`` is looked up for each message: a replay that a live connection
+    took over mid-iteration reads on from the live one.
+    """
+    from websockets.exceptions import ConnectionClosedOK
+
+    try:
+        while True:
+            yield connection.recv()
+    except ConnectionClosedOK:
+        return
+
+
+async def _amessages(connection: Any) -> AsyncIterator[str | bytes]:
+    """The async twin of `_messages`."""
+    from websockets.exceptions import ConnectionClosedOK
+
+    try:
+        while True:
+            yield await connection.recv()
+    except ConnectionClosedOK:
+        return
+
+
 class _Taped:
     """What the sync and asyncio proxies share: taping, and the rest left to the live one."""
 
@@ -197,13 +223,7 @@ class SyncTaped(_Taped):
         yield self.recv(decode=decode)
 
     def __iter__(self) -> Iterator[str | bytes]:
-        from websockets.exceptions import ConnectionClosedOK
-
-        try:
-            while True:
-                yield self.recv()
-        except ConnectionClosedOK:
-            return
+        return _messages(self)
 
     def close(self, code: int = 1000, reason: str = "") -> None:
         try:
@@ -241,14 +261,8 @@ class AsyncTaped(_Taped):
     async def recv_streaming(self, decode: bool | None = None) -> AsyncIterator[str | bytes]:
         yield await self.recv(decode=decode)
 
-    async def __aiter__(self) -> AsyncIterator[str | bytes]:
-        from websockets.exceptions import ConnectionClosedOK
-
-        try:
-            while True:
-                yield await self.recv()
-        except ConnectionClosedOK:
-            return
+    def __aiter__(self) -> AsyncIterator[str | bytes]:
+        return _amessages(self)
 
     async def close(self, code: int = 1000, reason: str = "") -> None:
         try:
@@ -381,13 +395,7 @@ class SyncReplay(_Replay):
         yield self.recv(decode=decode)
 
     def __iter__(self) -> Iterator[str | bytes]:
-        from websockets.exceptions import ConnectionClosedOK
-
-        try:
-            while True:
-                yield self.recv()
-        except ConnectionClosedOK:
-            return
+        return _messages(self)
 
     def ping(self, data: Any = None, ack_on_close: bool = False) -> threading.Event:
         self._check_open()
@@ -460,14 +468,8 @@ class AsyncReplay(_Replay):
     async def recv_streaming(self, decode: bool | None = None) -> AsyncIterator[str | bytes]:
         yield await self.recv(decode=decode)
 
-    async def __aiter__(self) -> AsyncIterator[str | bytes]:
-        from websockets.exceptions import ConnectionClosedOK
-
-        try:
-            while True:
-                yield await self.recv()
-        except ConnectionClosedOK:
-            return
+    def __aiter__(self) -> AsyncIterator[str | bytes]:
+        return _amessages(self)
 
     async def ping(self, data: Any = None) -> Any:
         self._check_open()
