@@ -199,26 +199,34 @@ class Flavor:
     def record(self, exchange: Exchange, response: Any) -> Any:
         headers = _received(response.headers)
         if is_stream(response.headers.get("content-type", "")):
-            tape = exchange.tape(response.status_code, headers)
-            stream = self.RecordingStream(self, response, tape)
-            return self._handed_on(response, tape.headers, stream)
+            return self._taped(exchange, response, headers, self.RecordingStream)
         try:
             body = response.read()  # decoded by the library
         finally:
             response.close()
-        recording = exchange.record(response.status_code, headers, body)
-        return self._handed_on(response, recording.headers, self.ByteStream(body))
+        return self._kept(exchange, response, headers, body)
 
     async def arecord(self, exchange: Exchange, response: Any) -> Any:
         headers = _received(response.headers)
         if is_stream(response.headers.get("content-type", "")):
-            tape = exchange.tape(response.status_code, headers)
-            stream = self.AsyncRecordingStream(self, response, tape)
-            return self._handed_on(response, tape.headers, stream)
+            return self._taped(exchange, response, headers, self.AsyncRecordingStream)
         try:
             body = await response.aread()
         finally:
             await response.aclose()
+        return self._kept(exchange, response, headers, body)
+
+    def _taped(
+        self, exchange: Exchange, response: Any, headers: list[tuple[str, str]], stream: type[Any]
+    ) -> Any:
+        """A live stream handed on as the client reads it, each chunk taped (`record`'s twins)."""
+        tape = exchange.tape(response.status_code, headers)
+        return self._handed_on(response, tape.headers, stream(self, response, tape))
+
+    def _kept(
+        self, exchange: Exchange, response: Any, headers: list[tuple[str, str]], body: bytes
+    ) -> Any:
+        """A live body read whole: recorded, then handed on (`record`'s twins)."""
         recording = exchange.record(response.status_code, headers, body)
         return self._handed_on(response, recording.headers, self.ByteStream(body))
 
