@@ -12,7 +12,7 @@ reply that is only a refusal reads as the refusal message.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 __all__ = ["extract_text", "field", "is_record", "type_name"]
@@ -80,8 +80,13 @@ def extract_text(value: object) -> str:
 
 def _record_text(record: Any) -> str | None:
     """The text of a whole response or message; ``None`` if the shape is unknown."""
-    for reader in _READERS:
-        text = reader(record)
+    return _first_text(_READERS, record)
+
+
+def _first_text(readers: Iterable[Callable[[Any], str | None]], value: Any) -> str | None:
+    """What the first reader that knows ``value``'s shape reads; ``None`` if none does."""
+    for reader in readers:
+        text = reader(value)
         if text is not None:
             return text
     return None
@@ -215,10 +220,9 @@ def _chunk_text(chunk: Any, index: int) -> str:
     if isinstance(chunk, str):
         return chunk
     if is_record(chunk):
-        for reader in _CHUNK_READERS:
-            text = reader(chunk)
-            if text is not None:
-                return text
+        text = _first_text(_CHUNK_READERS, chunk)
+        if text is not None:
+            return text
     raise TypeError(
         f"cannot read reply text from a list: item {index} is {type_name(chunk)}, "
         "not a stream chunk or a str (pass a single response, not a list of them)"
