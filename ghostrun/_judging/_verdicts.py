@@ -14,11 +14,12 @@ sync code, an anyio task group for async code (asyncio or trio).
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import hashlib
 import os
 import unittest
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -303,10 +304,19 @@ def _how_to_grade(judge: Judge) -> str:
     )
 
 
-def _skip_for(exc: JudgeUnavailable, judge: Judge) -> unittest.SkipTest | None:
-    """The SkipTest that replaces ``exc`` when the user asked for skips, else None."""
-    if not _skip_when_unavailable():
-        return None
+@contextlib.contextmanager
+def _skipped_if_unavailable(judge: Judge) -> Iterator[None]:
+    """A `JudgeUnavailable` becomes a SkipTest when the user asked for skips (both shells)."""
+    try:
+        yield
+    except JudgeUnavailable as exc:
+        if not _skip_when_unavailable():
+            raise
+        raise _skip_for(exc, judge) from exc
+
+
+def _skip_for(exc: JudgeUnavailable, judge: Judge) -> unittest.SkipTest:
+    """The SkipTest that replaces ``exc``."""
     setup: tuple[str, ...] = tuple(getattr(judge, "setup_commands", ()))
     told = bool(setup) and f"`{setup[0]}`" in str(exc)  # the error already gives the fix
     return ghostrun_skip(
@@ -391,13 +401,8 @@ def grade(
     job = _prepare(text, criterion, judge, _context(mode, cassette_dir))
     if job.cached is not None:
         return job.cached
-    try:
+    with _skipped_if_unavailable(job.judge):
         draws = _draw_all(job)
-    except JudgeUnavailable as exc:
-        skip = _skip_for(exc, job.judge)
-        if skip is None:
-            raise
-        raise skip from exc
     return _finish(job, draws)
 
 
@@ -406,11 +411,6 @@ async def agrade(text: str, criterion: str, judge: Any = None) -> Verdict:
     job = _prepare(text, criterion, judge, _context())
     if job.cached is not None:
         return job.cached
-    try:
+    with _skipped_if_unavailable(job.judge):
         draws = await _adraw_all(job)
-    except JudgeUnavailable as exc:
-        skip = _skip_for(exc, job.judge)
-        if skip is None:
-            raise
-        raise skip from exc
     return _finish(job, draws)
