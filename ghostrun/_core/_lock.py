@@ -48,6 +48,25 @@ def cassette_lock(path: str) -> Iterator[None]:
         _release(fd, where)
 
 
+def is_held(where: str) -> bool:
+    """Whether a writer holds the lock file ``where`` now (it is left as it is).
+
+    The probe tries the platform's lock without waiting (`_probe`); ``_HELD`` is
+    what it raises when a writer has the lock.
+    """
+    try:
+        fd = os.open(where, _PROBE_MODE)
+    except OSError:
+        return False
+    try:
+        _probe(fd)
+    except _HELD:
+        return True
+    finally:
+        os.close(fd)  # closing drops a lock this probe took
+    return False
+
+
 if sys.platform == "win32":
     import msvcrt
 
@@ -67,19 +86,10 @@ if sys.platform == "win32":
         finally:
             os.close(fd)
 
-    def is_held(where: str) -> bool:
-        """Whether a writer holds the lock file ``where`` now (it is left as it is)."""
-        try:
-            fd = os.open(where, os.O_RDWR)
-        except OSError:
-            return False
-        try:
-            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
-        except OSError:
-            return True
-        finally:
-            os.close(fd)  # closing drops a lock this probe took
-        return False
+    _PROBE_MODE, _HELD = os.O_RDWR, OSError
+
+    def _probe(fd: int) -> None:
+        msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
 
     def try_remove_stale_lock(where: str) -> bool:
         """Remove a lock file nobody holds; False if someone does."""
@@ -122,19 +132,10 @@ else:
         finally:
             os.close(fd)
 
-    def is_held(where: str) -> bool:
-        """Whether a writer holds the lock file ``where`` now (it is left as it is)."""
-        try:
-            fd = os.open(where, os.O_RDONLY)
-        except OSError:
-            return False
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        finally:
-            os.close(fd)  # closing drops a lock this probe took
-        return False
+    _PROBE_MODE, _HELD = os.O_RDONLY, BlockingIOError
+
+    def _probe(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
 
     def try_remove_stale_lock(where: str) -> bool:
         """Remove a lock file nobody holds (its writer was killed); False if someone does."""
