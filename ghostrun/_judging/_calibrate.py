@@ -37,6 +37,7 @@ from .._core._config import settings
 from .._core._exceptions import CassetteError
 from .._core._files import dump_json, read_json, write_atomic
 from .._core._modes import Mode
+from .._core._words import plural
 from ._criteria import JUDGED_KINDS, judge_criterion
 from ._judges import RawVerdict
 from ._verdicts import Verdict, current_cassette_dir, grade
@@ -530,7 +531,7 @@ def _num(value: float | None) -> str:
 
 
 def _votes(n: int) -> str:
-    return f"{n} vote" if n == 1 else f"{n} votes"
+    return plural(n, "vote")
 
 
 _COLUMNS = ("votes", "accuracy", "kappa", "FAIL precision", "FAIL recall", "flip rate")

@@ -25,6 +25,7 @@ from typing import Any
 
 from .._core._files import is_lock, is_temp, temp_owner
 from .._core._lock import is_held, try_remove_stale_lock
+from .._core._words import plural
 from . import _validate
 
 __all__ = ["TEMP_MAX_AGE", "Inventory", "partial_run", "remove", "take"]
@@ -124,7 +125,7 @@ def partial_run(run: dict[str, Any]) -> list[str]:
     ran = len(run["tests"])
     if previous is not None and ran < previous["tests"]:
         reasons.append(
-            f"it ran {ran} test{'' if ran == 1 else 's'}, the run before it "
+            f"it ran {plural(ran, 'test')}, the run before it "
             f"(finished {previous.get('finished', '?')}) {previous['tests']}"
         )
     return reasons

@@ -36,6 +36,7 @@ from .._core._exceptions import CacheMiss, CassetteError, JudgeUnavailable
 from .._core._files import read_json, write_atomic
 from .._core._modes import Mode
 from .._core._version import __version__
+from .._core._words import plural
 from .._judging import _calibrate
 from .._judging._judges import judge_from_spec
 from .._recording import _runlog
@@ -297,11 +298,11 @@ def _run_check(args: argparse.Namespace) -> int:
     misses = found.run.get("misses") or []
     tests = len(found.run["tests"])
     finished = found.run.get("finished", "?")
-    _out(f"ghostrun check: {directory} (last run {finished}, {_plural(tests, 'test')})")
+    _out(f"ghostrun check: {directory} (last run {finished}, {plural(tests, 'test')})")
     _warn_partial(found.run)
     _list_unused(found, directory)
     if misses:
-        _out(f"\n{_plural(len(misses), 'miss', 'misses')} (requests or verdicts not recorded):")
+        _out(f"\n{plural(len(misses), 'miss', 'misses')} (requests or verdicts not recorded):")
         for miss in misses:
             _out(f"  {miss['test']}: {_first_line(miss['message'])}")
     if not found.verdicts_checked:
@@ -328,24 +329,24 @@ def _warn_partial(run: dict[str, Any]) -> None:
 
 def _list_unused(found: _Unused, directory: Path) -> None:
     if found.cassettes:
-        _out(f"\n{_plural(len(found.cassettes), 'stale cassette')} (the last run did not use):")
+        _out(f"\n{plural(len(found.cassettes), 'stale cassette')} (the last run did not use):")
         for path in found.cassettes:
             _out(f"  {path.relative_to(directory)}  {_describe_cassette(path)}")
     if found.verdicts:
-        _out(f"\n{_plural(len(found.verdicts), 'stale verdict')} (the last run did not use):")
+        _out(f"\n{plural(len(found.verdicts), 'stale verdict')} (the last run did not use):")
         for path in found.verdicts:
             _out(f"  {path.relative_to(directory)}  {_describe_verdict(path)}")
     leftovers = found.inventory.leftovers
     if leftovers:
         _out(
-            f"\n{_plural(len(leftovers), 'leftover file')} (temporary or lock files of "
+            f"\n{plural(len(leftovers), 'leftover file')} (temporary or lock files of "
             "writes that were interrupted):"
         )
         for path in leftovers:
             _out(f"  {path.relative_to(directory)}")
     if found.inventory.foreign:
         _out(
-            f"\n{_plural(len(found.inventory.foreign), 'file')} skipped (not named like a "
+            f"\n{plural(len(found.inventory.foreign), 'file')} skipped (not named like a "
             "ghostrun cassette or verdict; never deleted):"
         )
         for path in found.inventory.foreign:
@@ -386,7 +387,7 @@ def _run_prune(args: argparse.Namespace) -> int:
             _validate.load(path, "verdict" if path in found.verdicts else "cassette")
             path.unlink(missing_ok=True)
             deleted += 1
-    _out(f"Deleted {_plural(deleted, 'file')}.")
+    _out(f"Deleted {plural(deleted, 'file')}.")
     return 0
 
 
@@ -542,7 +543,7 @@ def _export_verdicts(args: argparse.Namespace) -> int:
     ascii_only = args.output is None  # a console may not show every character
     _write(args.output, "".join(json.dumps(r, ensure_ascii=ascii_only) + "\n" for r in rows))
     if args.output is not None:
-        print(f"wrote {_plural(len(rows), 'case')} to label to {args.output}", file=sys.stderr)
+        print(f"wrote {plural(len(rows), 'case')} to label to {args.output}", file=sys.stderr)
     return 0
 
 
@@ -637,7 +638,3 @@ def _run_report(args: argparse.Namespace) -> int:
 
 def _first_line(text: str) -> str:
     return text.strip().splitlines()[0] if text.strip() else ""
-
-
-def _plural(n: int, one: str, many: str | None = None) -> str:
-    return f"{n} {one if n == 1 else (many or one + 's')}"

@@ -27,6 +27,8 @@ from typing import Any
 
 import orjson
 
+from .._core._words import plural
+
 __all__ = ["STATUSES", "AssertionChange", "Drift", "RunDiff", "compare", "render"]
 
 STATUSES = ("regression", "fix", "stable", "added", "removed", "not-run")
@@ -193,13 +195,13 @@ def summary(diff: RunDiff) -> str:
 def _summary_parts(diff: RunDiff) -> list[str]:
     counts = diff.counts()
     return [
-        _plural(counts["regression"], "regression"),
-        _plural(counts["fix"], "fix", "fixes"),
+        plural(counts["regression"], "regression"),
+        plural(counts["fix"], "fix", "fixes"),
         f"{counts['stable']} stable",
         f"{counts['added']} added",
         f"{counts['removed']} removed",
         f"{counts['not-run']} not run",
-        _plural(len(diff.drift), "output drifted", "outputs drifted"),
+        plural(len(diff.drift), "output drifted", "outputs drifted"),
     ]
 
 
@@ -322,7 +324,3 @@ def _cell(text: str, code: bool = False) -> str:
 def _fence(lines: list[str]) -> str:
     longest = max((len(run) for line in lines for run in re.findall(r"`+", line)), default=0)
     return "`" * max(3, longest + 1)
-
-
-def _plural(n: int, one: str, many: str | None = None) -> str:
-    return f"{n} {one if n == 1 else (many or one + 's')}"

@@ -34,6 +34,7 @@ import orjson
 
 from .._assertions._extract import extract_text
 from .._assertions._tool_calls import normalize_tool_calls
+from .._core._words import plural
 from .._secrets._redact import scrub_text
 from .._store._keys import split_field_paths, without_fields
 from .._store._render import render_body
@@ -512,19 +513,15 @@ def summary(found: Review) -> str:
     requests = sum(len(t.changes) for t in found.tests)
     verdicts = sum(len(t.verdicts) for t in found.tests)
     parts = [
-        _plural(len(found.tests), "test") + " changed",
-        _plural(requests, "request"),
-        _plural(verdicts, "verdict")
+        plural(len(found.tests), "test") + " changed",
+        plural(requests, "request"),
+        plural(verdicts, "verdict")
         + (f" ({found.regressions} PASS -> FAIL)" if found.regressions else ""),
     ]
     stale = len(found.stale) + sum(len(t.stale) for t in found.tests)
     if stale:
-        parts.append(_plural(stale, "stale cassette"))
+        parts.append(plural(stale, "stale cassette"))
     return ", ".join(parts)
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def _test_head(test: TestReview) -> str:
@@ -597,9 +594,7 @@ def _markdown(found: Review) -> str:
         if test.stale:
             body += ["", "Stale: " + ", ".join(f"`{k}.json`" for k in test.stale)]
         head = _md(_test_head(test))
-        counts = (
-            f"{_plural(len(test.changes), 'request')}, {_plural(len(test.verdicts), 'verdict')}"
-        )
+        counts = f"{plural(len(test.changes), 'request')}, {plural(len(test.verdicts), 'verdict')}"
         lines += ["", f"<details><summary>{head}: {counts}</summary>", *body, "", "</details>"]
     if found.stale:
         lines += [

@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from .._assertions._extract import extract_text
+from .._core._words import plural
 from .._store._validate import Kind
 from .._wire._bodies import MODIFIERS
 
@@ -111,7 +112,7 @@ def render_verdict(path: Path, verdict: dict[str, Any]) -> str:
     lines = [
         f"judge verdict {verdict.get('key', path.stem)}  ({path})",
         "",
-        f"VERDICT   {verdict.get('verdict')}  ({votes} vote{'s' if votes != 1 else ''}{flips})",
+        f"VERDICT   {verdict.get('verdict')}  ({plural(votes, 'vote')}{flips})",
         f"judge     {verdict.get('judge')}",
         f"reason    {verdict.get('reason')}",
         "criterion:",
@@ -153,7 +154,7 @@ def _body(body: Any) -> list[str]:
 
 
 def _stream(kind: str, chunks: list[str]) -> list[str]:
-    head = f"  stream ({len(chunks)} {kind} chunk{'s' if len(chunks) != 1 else ''})"
+    head = f"  stream ({plural(len(chunks), f'{kind} chunk')})"
     text = stream_text(kind, chunks)
     if text is not None:
         return [head + ", reassembled text:", _indented(text) if text else _INDENT + "(empty)"]
