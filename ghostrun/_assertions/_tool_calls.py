@@ -255,7 +255,7 @@ class ToolCallExpectation:
         ``1``). Keys that are not identifiers go in the ``arguments`` dict.
         """
         wanted = {**(arguments or {}), **subset}
-        criterion = f"a call to {name!r} with arguments including {_json(wanted)}"
+        criterion = f"a call to {name!r} with arguments including {_json_text(wanted)}"
         calls = self._named(name)
         mismatches = [_mismatch(call, wanted) for call in calls]
         passed = any(m is None for m in mismatches)
@@ -305,7 +305,7 @@ def _times(count: int) -> str:
     return "once" if count == 1 else f"{count} times"
 
 
-def _json(value: Any) -> str:
+def _json_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=repr)
 
 
@@ -330,7 +330,9 @@ def _mismatch(call: ToolCall, wanted: Mapping[str, Any]) -> str | None:
         if key not in call.arguments:
             problems.append(f"{key}: missing")
         elif not json_equal(call.arguments[key], expected):
-            problems.append(f"{key}: expected {_json(expected)}, got {_json(call.arguments[key])}")
+            problems.append(
+                f"{key}: expected {_json_text(expected)}, got {_json_text(call.arguments[key])}"
+            )
     return "; ".join(problems) or None
 
 

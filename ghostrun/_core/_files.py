@@ -38,6 +38,7 @@ __all__ = [
     "ensure_dir",
     "is_lock",
     "is_temp",
+    "parse_json",
     "read_bytes",
     "read_json",
     "temp_owner",
@@ -66,6 +67,14 @@ def dump_json(value: Any, *, sort_keys: bool = True) -> bytes:
     keeps a response body's keys in the provider's order (`_cassette`).
     """
     return orjson.dumps(value, option=(_PRETTY | orjson.OPT_SORT_KEYS) if sort_keys else _PRETTY)
+
+
+def parse_json(data: str | bytes) -> Any:
+    """The JSON value ``data`` holds, or None if it is not JSON: for readers that skip it."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
 
 
 # -- writing ---------------------------------------------------------------------------------

@@ -59,6 +59,7 @@ from typing import Any
 
 import orjson
 
+from .._core._files import parse_json
 from .._secrets._redact import (
     MASK,
     collect_secrets,
@@ -203,12 +204,7 @@ def encode_frame(data: str | bytes) -> Frame:
 
 def _json_value(data: str | bytes) -> Any:
     """The JSON object or array ``data`` holds, or None."""
-    if data[:1] not in ("{", "[", b"{", b"["):
-        return None
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return None
+    return parse_json(data) if data[:1] in ("{", "[", b"{", b"[") else None
 
 
 def decode_frame(frame: Any) -> str | bytes:

@@ -30,10 +30,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import orjson
-
 from .._assertions._extract import extract_text
 from .._assertions._tool_calls import normalize_tool_calls
+from .._core._files import parse_json
 from .._core._words import plural
 from .._secrets._redact import scrub_text
 from .._store._keys import split_field_paths, without_fields
@@ -160,7 +159,7 @@ def _cat(top: Path, objects: list[str]) -> list[bytes]:
 def _state(label: str, files: dict[str, bytes], run: str) -> State:
     cassettes, verdicts, run_log = {}, {}, None
     for name, data in sorted(files.items()):
-        document = _json(data)
+        document = parse_json(data)
         if not isinstance(document, dict):
             continue
         if name == f"runs/{run}.json":
@@ -172,13 +171,6 @@ def _state(label: str, files: dict[str, bytes], run: str) -> State:
         ):
             cassettes[Path(name).stem] = document
     return State(label, cassettes, verdicts, run_log)
-
-
-def _json(data: bytes) -> Any:
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return None
 
 
 def _trail(test: dict[str, Any]) -> list[str]:

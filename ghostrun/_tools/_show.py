@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from .._assertions._extract import extract_text
+from .._core._files import parse_json
 from .._core._words import plural
 from .._store._validate import Kind
 from .._wire._bodies import MODIFIERS
@@ -166,7 +167,7 @@ def stream_text(kind: str, chunks: list[str]) -> str | None:
     if kind == "sse":
         events = _sse_events("".join(chunks))
     elif kind == "ndjson":
-        events = [_json(line) for line in "".join(chunks).splitlines() if line.strip()]
+        events = [parse_json(line) for line in "".join(chunks).splitlines() if line.strip()]
     else:
         return None
     events = [event for event in events if event is not None]
@@ -186,15 +187,8 @@ def _sse_events(stream: str) -> list[Any]:
             line[5:].removeprefix(" ") for line in block.split("\n") if line.startswith("data:")
         )
         if data and data.strip() != "[DONE]":
-            events.append(_json(data))
+            events.append(parse_json(data))
     return events
-
-
-def _json(text: str) -> Any:
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return None
 
 
 def _reply_text(value: Any) -> str | None:
