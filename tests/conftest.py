@@ -1,10 +1,12 @@
-"""Fixtures shared by the whole suite: the loopback provider and a clean environment."""
+"""Fixtures shared by the whole suite: the loopback provider, a clean environment, and the
+set-ups several test modules share."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from simulator import ProviderSimulator
@@ -41,6 +43,35 @@ def provider() -> Iterator[ProviderSimulator]:
 @pytest.fixture
 def cassette_dir(tmp_path: Path) -> Path:
     return tmp_path / "cassettes"
+
+
+@pytest.fixture
+def aiohttp_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Counts the requests aiohttp is asked to make (installed below ghostrun's own wrapper)."""
+    import aiohttp
+
+    calls: list[str] = []
+    original = aiohttp.ClientSession._request
+
+    async def counting(self: Any, method: str, url: Any, **kwargs: Any) -> Any:
+        calls.append(str(url))
+        return await original(self, method, url, **kwargs)
+
+    monkeypatch.setattr(aiohttp.ClientSession, "_request", counting)
+    return calls
+
+
+@pytest.fixture
+def forget_new_secrets() -> Iterator[None]:
+    """The process remembers every secret it saw, to scrub run logs: a test's random
+    ones (hypothesis tries words like "text/event-stream") must not scrub later tests."""
+    from ghostrun._secrets import _redact
+
+    before = dict(_redact._remembered)
+    yield
+    with _redact._lock:
+        _redact._remembered.clear()
+        _redact._remembered.update(before)
 
 
 @pytest.fixture(params=["asyncio", "trio"])

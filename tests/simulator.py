@@ -34,10 +34,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-__all__ = ["ProviderSimulator", "RawReply", "ReceivedRequest"]
+__all__ = ["ProviderSimulator", "RawReply", "ReceivedRequest", "Served"]
 
 JSON = dict[str, Any]
 ReplyHook = Callable[[JSON], str]
@@ -169,7 +169,31 @@ class _BadRequest(Exception):
     """The request cannot be answered; becomes a provider-shaped 400."""
 
 
-class ProviderSimulator:
+class Served:
+    """A loopback server a test uses as a context manager: started on entry, stopped on exit.
+
+    Subclasses supply ``start`` (returning the started server) and ``stop``.
+    """
+
+    def start(self) -> Self:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+class ProviderSimulator(Served):
     """Threaded HTTP/1.1 server imitating OpenAI, Anthropic, Groq, Ollama, Gemini and Bedrock.
 
     Attributes tests may set at any time:
@@ -254,17 +278,6 @@ class ProviderSimulator:
         server.cut_connections()
         thread.join(timeout=5)
         self._server = self._thread = None
-
-    def __enter__(self) -> ProviderSimulator:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     @property
     def host(self) -> str:

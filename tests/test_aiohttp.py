@@ -82,20 +82,6 @@ async def gemini_async(provider: ProviderSimulator, prompt: str = "hello gemini"
         await client.aio.aclose()
 
 
-@pytest.fixture
-def aiohttp_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Counts the requests aiohttp is asked to make (installed below ghostrun's own wrapper)."""
-    calls: list[str] = []
-    original = aiohttp.ClientSession._request
-
-    async def counting(self: Any, method: str, url: Any, **kwargs: Any) -> Any:
-        calls.append(str(url))
-        return await original(self, method, url, **kwargs)
-
-    monkeypatch.setattr(aiohttp.ClientSession, "_request", counting)
-    return calls
-
-
 @pytest.mark.asyncio
 async def test_google_genai_async_replays_identically_with_the_provider_stopped(
     provider: ProviderSimulator, cassette_dir: Path, aiohttp_calls: list[str]

@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import html
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -38,18 +37,7 @@ from ghostrun._store._keys import _may_name_credential, _without_credentials, ca
 
 JSON_TYPE = "application/json"
 
-
-@pytest.fixture(autouse=True)
-def _forget_this_tests_secrets() -> Iterator[None]:
-    """The process remembers every secret it saw, to scrub run logs: these tests' random
-    ones (hypothesis tries words like "text/event-stream") must not scrub later tests."""
-    from ghostrun._secrets import _redact
-
-    before = dict(_redact._remembered)
-    yield
-    with _redact._lock:
-        _redact._remembered.clear()
-        _redact._remembered.update(before)
+pytestmark = pytest.mark.usefixtures("forget_new_secrets")
 
 
 # name, as a JSON field, as a query/form parameter, as a request header

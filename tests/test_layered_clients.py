@@ -52,20 +52,6 @@ def said(result: Any) -> str:
     return ""
 
 
-@pytest.fixture
-def aiohttp_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Counts the requests aiohttp is asked to make (installed below ghostrun's own wrapper)."""
-    calls: list[str] = []
-    original = aiohttp.ClientSession._request
-
-    async def counting(self: Any, method: str, url: Any, **kwargs: Any) -> Any:
-        calls.append(str(url))
-        return await original(self, method, url, **kwargs)
-
-    monkeypatch.setattr(aiohttp.ClientSession, "_request", counting)
-    return calls
-
-
 # -- the layered clients: each returns (id of the response, text) ------------------------
 
 

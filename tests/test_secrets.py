@@ -18,7 +18,7 @@ import itertools
 import json
 import secrets as random_secrets
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,18 +46,7 @@ GEMINI_PATH = "/v1beta/models/gemini-2.0-flash:generateContent"
 GEMINI_BODY = {"contents": [{"parts": [{"text": PROMPT}], "role": "user"}]}
 HOSTS = ("127.0.0.1",)
 
-
-@pytest.fixture(autouse=True)
-def _forget_this_tests_secrets() -> Iterator[None]:
-    """The process remembers every secret it saw, to scrub run logs: these tests' random
-    ones (hypothesis tries words like "text/event-stream") must not scrub later tests."""
-    from ghostrun._secrets import _redact
-
-    before = dict(_redact._remembered)
-    yield
-    with _redact._lock:
-        _redact._remembered.clear()
-        _redact._remembered.update(before)
+pytestmark = pytest.mark.usefixtures("forget_new_secrets")
 
 
 @pytest.fixture(autouse=True)

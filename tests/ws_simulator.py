@@ -38,9 +38,9 @@ import ssl
 import tempfile
 import threading
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import Any
 
+from simulator import Served
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.server import ServerConnection, serve
 
@@ -51,7 +51,7 @@ AUDIO = bytes(range(256)) * 8  # 2 KiB of "audio", deterministic
 
 
 @dataclass
-class WebSocketSimulator:
+class WebSocketSimulator(Served):
     """A started WebSocket provider on 127.0.0.1 (use as a context manager)."""
 
     echo_auth: bool = False
@@ -91,17 +91,6 @@ class WebSocketSimulator:
         if self._thread is not None:
             self._thread.join(5)
             self._thread = None
-
-    def __enter__(self) -> WebSocketSimulator:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     @property
     def port(self) -> int:
