@@ -46,6 +46,14 @@ def cassette_dir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
+def pytester_env(provider: ProviderSimulator, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a pytester project's tests read: the simulator at ``SIM_URL``, as a provider."""
+    monkeypatch.setenv("SIM_URL", provider.base_url)
+    monkeypatch.setenv("GHOSTRUN_HOSTS", "127.0.0.1")  # the simulator is a provider here
+    monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
+
+
+@pytest.fixture
 def aiohttp_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Counts the requests aiohttp is asked to make (installed below ghostrun's own wrapper)."""
     import aiohttp

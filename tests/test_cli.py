@@ -64,19 +64,24 @@ def ghostrun_cli(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProce
     )
 
 
-@pytest.fixture(scope="module")
-def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """A project whose prompt changed: snapshot ``before``, then ``_last`` with a regression."""
-    root = tmp_path_factory.mktemp("project")
+def _prompt_change(root: Path, before: str, after: str) -> Path:
+    """``root`` made a project whose prompt changed: snapshot ``before``, then ``_last``."""
     (root / "app.py").write_text(APP)
     with ProviderSimulator() as provider:
-        for prompt, snapshot in (("Where is my refund?", "before"), ("Where is my money?", "")):
+        for prompt, snapshot in ((before, "before"), (after, "")):
             env = clean_env(SIM=provider.base_url, REFUND_PROMPT=prompt, GHOSTRUN_SNAPSHOT=snapshot)
             done = subprocess.run(
                 [sys.executable, "app.py"], cwd=root, env=env, capture_output=True, timeout=60
             )
             assert done.returncode == (0 if snapshot else 1), done.stderr
-    yield root
+    return root
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A project whose prompt changed: snapshot ``before``, then ``_last`` with a regression."""
+    root = tmp_path_factory.mktemp("project")
+    yield _prompt_change(root, "Where is my refund?", "Where is my money?")
 
 
 def test_a_prompt_change_shows_as_exactly_one_regression_in_text(project: Path) -> None:
@@ -359,15 +364,7 @@ def test_diff_skips_a_snapshot_written_by_the_same_run_as_last(
 def dessert_project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A snapshot and a last run whose outputs hold text no cp1252 or ascii console shows."""
     root = tmp_path_factory.mktemp("dessert")
-    (root / "app.py").write_text(APP)
-    with ProviderSimulator() as provider:
-        for prompt, snapshot in (("Une crème brûlée 🍮 refund?", "before"), ("Une crème 🍮?", "")):
-            env = clean_env(SIM=provider.base_url, REFUND_PROMPT=prompt, GHOSTRUN_SNAPSHOT=snapshot)
-            done = subprocess.run(
-                [sys.executable, "app.py"], cwd=root, env=env, capture_output=True, timeout=60
-            )
-            assert done.returncode == (0 if snapshot else 1), done.stderr
-    yield root
+    yield _prompt_change(root, "Une crème brûlée 🍮 refund?", "Une crème 🍮?")
 
 
 def _diff_on(console: str, fmt: str, cwd: Path) -> bytes:

@@ -62,12 +62,7 @@ UNUSED = ("-p", "no:anyio", "-p", "no:asyncio", "-p", "no:hypothesispytest", "-p
 
 
 @pytest.fixture
-def project(
-    pytester: pytest.Pytester, provider: ProviderSimulator, monkeypatch: pytest.MonkeyPatch
-) -> pytest.Pytester:
-    monkeypatch.setenv("SIM_URL", provider.base_url)
-    monkeypatch.setenv("GHOSTRUN_HOSTS", "127.0.0.1")  # the simulator is a provider here
-    monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
+def project(pytester: pytest.Pytester, pytester_env: None) -> pytest.Pytester:
     pytester.makeini(INI)
     (pytester.path / "tests").mkdir()
     (pytester.path / "tests" / "test_app.py").write_text(APP)

@@ -129,12 +129,7 @@ def test_each(n):
 
 
 @pytest.fixture
-def project(
-    pytester: pytest.Pytester, provider: ProviderSimulator, monkeypatch: pytest.MonkeyPatch
-) -> pytest.Pytester:
-    monkeypatch.setenv("SIM_URL", provider.base_url)
-    monkeypatch.setenv("GHOSTRUN_HOSTS", "127.0.0.1")  # the simulator is a provider here
-    monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
+def project(pytester: pytest.Pytester, pytester_env: None) -> pytest.Pytester:
     pytester.makeini(INI)
     return pytester
 
