@@ -147,13 +147,13 @@ def _steps(lib: Any, prebuilt: Callable[[Any], Any]) -> dict[str, Callable[[], A
 
     def key(self: Any, request: Any) -> str:
         describe = transports._describe(request)
-        return engine.Exchange(self.session, *describe, request.read()).info.key
+        return engine.Exchange(self.deck, *describe, request.read()).info.key
 
     def path(self: Any, request: Any) -> str:
-        return self.session._prefix + key(self, request) + ".json"
+        return self.deck._prefix + key(self, request) + ".json"
 
     def decoded(self: Any, request: Any) -> Any:
-        (recording,) = (cassette.read_run(path(self, request), self.session.name) or ("", []))[1]
+        (recording,) = (cassette.read_run(path(self, request), self.deck.name) or ("", []))[1]
         return lib.Response(
             recording.status, headers=recording.headers, stream=lib.ByteStream(recording.body)
         )

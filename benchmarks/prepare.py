@@ -95,7 +95,7 @@ def _record(
 
 def _call(client: Any, prompt: str, stream: bool, session: Any) -> str:
     messages = [{"role": "user", "content": prompt}]
-    before = set(session.used_keys) if session is not None else set()
+    before = set(session._deck.used_keys) if session is not None else set()
     if stream:
         text = "".join(
             (c.choices[0].delta.content or "") if c.choices else ""
@@ -108,7 +108,7 @@ def _call(client: Any, prompt: str, stream: bool, session: Any) -> str:
         raise SystemExit(f"the simulator answered {text!r} to {prompt!r}")
     if session is None:
         return ""
-    (key,) = set(session.used_keys) - before
+    (key,) = set(session._deck.used_keys) - before
     return str(key)
 
 

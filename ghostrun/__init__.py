@@ -24,8 +24,9 @@ from ._core._hosts import PROVIDER_HOSTS
 from ._core._modes import Mode
 from ._core._version import __version__
 from ._intercept import _guard, _patch
-from ._recording import _runlog, _session
-from ._recording._session import Redactor, Session, session
+from ._recording import _deck, _runlog
+from ._recording._deck import Redactor
+from ._recording._session import Session, session
 
 if TYPE_CHECKING:
     from ._assertions._expect import Expectation, ExpectationFailed, expect, expect_tool_calls
@@ -61,9 +62,9 @@ _LAZY = {
 
 # The layers above sessions hear of them: interception installs its hooks while any
 # session is open (and the guard while one replays); the run log saves each one's use.
-_session.subscribe(entering=_patch.session_entered, exiting=_patch.session_exited)
-_session.subscribe(entering=_guard.session_entered, exiting=_guard.session_exited)
-_session.subscribe(closed=_runlog.session_closed)
+_deck.subscribe(entering=_patch.session_entered, exiting=_patch.session_exited)
+_deck.subscribe(entering=_guard.session_entered, exiting=_guard.session_exited)
+_deck.subscribe(closed=_runlog.session_closed)
 
 if _os.environ.get("GHOSTRUN_MODE"):  # replay guards the whole process (see _guard)
     _guard.install_for_suite()

@@ -236,7 +236,7 @@ def record_streams(provider: ProviderSimulator, cassette_dir: Path, prompt: str)
         body = {**body, "messages": [{"role": "user", "content": prompt}]}
         with ghostrun.session(cassette_dir=cassette_dir, hosts=LOOPBACK) as session:
             httpx.post(provider.url(path), json=body).read()
-        (keys[name],) = session.used_keys
+        (keys[name],) = session._deck.used_keys
     return keys
 
 

@@ -74,7 +74,7 @@ def test_a_miss_in_the_same_session_is_raised_first(
         with ghostrun.session(mode="replay", cassette_dir=cassette_dir, hosts=LOOPBACK) as s:
             with contextlib.suppress(BaseException):  # an app's catch-all swallows the miss
                 httpx2.post(provider.url("/v1/chat/completions"), json={"other": 1})
-            s._write_failed(ghostrun.CassetteError("a write failed too"))
+            s._deck.write_failed(ghostrun.CassetteError("a write failed too"))
 
 
 # -- the unlisted-host warning -------------------------------------------------------------

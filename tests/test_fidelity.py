@@ -267,7 +267,7 @@ def test_show_reads_a_formatted_body_and_a_carried_stream(
     provider.raw_replies[name] = CORPUS[name].reply
     with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=LOOPBACK) as s:
         ROADS["httpx2"](provider.url(f"/raw/{name}"))
-    (key,) = s.used_keys
+    (key,) = s._deck.used_keys
     assert _cli.main(["show", key, "--cassette-dir", str(cassette_dir)]) == 0
     assert shown in capsys.readouterr().out
 

@@ -68,7 +68,7 @@ def test_a_session_logs_outputs_verdicts_and_the_cassettes_it_used(
     assert test["assertions"][1]["criterion"] == "contains 'apology'"
     assert "'apology' is not in the text" in test["assertions"][1]["reason"]
     assert test["requests"] == {"replayed": 0, "recorded": 1, "misses": 0}
-    assert document["cassettes_used"] == sorted(session.used_keys)
+    assert document["cassettes_used"] == sorted(session._deck.used_keys)
     assert document["misses"] == []
 
 

@@ -398,7 +398,7 @@ def test_gemini_query_key_is_neither_in_the_key_nor_the_stored_url(
     url = cassette["request"]["url"]
     assert url == provider.url(GEMINI_PATH) + "?alt=sse"
 
-    keyless = session.describe(
+    keyless = session._deck.describe(
         "POST",
         ("http", provider.host, provider.port, GEMINI_PATH, "alt=sse"),
         [("content-type", "application/json")],

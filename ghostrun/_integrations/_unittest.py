@@ -35,7 +35,8 @@ from .._assertions._expect import ExpectationFailed, expect, expect_tool_calls
 from .._core._exceptions import GhostrunError
 from .._core._public import public
 from .._recording import _runlog
-from .._recording._session import Session, carries_miss
+from .._recording._deck import carries_miss
+from .._recording._session import Session
 
 __all__ = ["TestCaseMixin"]
 

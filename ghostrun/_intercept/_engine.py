@@ -3,14 +3,15 @@
 An adapter (``_httpx``, ``_aiohttp``, ``_urllib3``, ...) only converts: its
 library's request into the engine's terms, and the engine's `Recording` back
 into its library's response. It decides nothing. The engine does no network
-I/O and imports no HTTP library; the cassette store (`Session.plan`,
-`Session.commit`, ``_cassette``) is a separate piece it calls. How an adapter
-uses it, whatever the library::
+I/O and imports no HTTP library; the cassette store (`Deck.plan`,
+`Deck.commit`, ``_cassette``) is a separate piece it calls: the governing
+session's deck (``.._recording._deck``). How an adapter uses it, whatever the
+library::
 
-    session = route(host, port, url)       # the hot path: None = not ours
-    if session is None:
+    deck = route(host, port, url)          # the hot path: None = not ours
+    if deck is None:
         return send(request)               # untouched (also: an outer layer is sending)
-    exchange = Exchange(session, method, (scheme, host, port, path, query), headers, body)
+    exchange = Exchange(deck, method, (scheme, host, port, path, query), headers, body)
     recording = exchange.replay()          # may raise CacheMiss (replay mode)
     if recording is not None:              # status, headers, body, or chunks + stream_error
         return library_response(recording)
@@ -58,13 +59,8 @@ from typing import Any
 
 from .._core._exceptions import UnlistedHostWarning
 from .._core._modes import Mode
-from .._recording._session import (
-    RequestInfo,
-    Session,
-    bypass_interception,
-    current_session,
-    passing_through,
-)
+from .._recording._deck import Deck, RequestInfo
+from .._recording._session import bypass_interception, current_deck, passing_through
 from .._store._cassette import Recording
 
 __all__ = [
@@ -97,8 +93,8 @@ _LLM_CALL = re.compile(
 # -- routing (the hot path) ------------------------------------------------------
 
 
-def route(host: str, port: int | None, url: object = None) -> Session | None:
-    """The session that records or replays a request to ``host:port``, or None.
+def route(host: str, port: int | None, url: object = None) -> Deck | None:
+    """The deck that records or replays a request to ``host:port``, or None.
 
     None when no session governs, inside `bypass_interception` (the judge's
     traffic) or `Exchange.sending` (an outer layer is sending for real), and
@@ -107,26 +103,26 @@ def route(host: str, port: int | None, url: object = None) -> Session | None:
     """
     if passing_through():
         return None
-    found = current_session()
+    found = current_deck()
     if found is None:
         return None
-    if found._matcher(host, port):
+    if found.matcher(host, port):
         return found
     found.passed_through += 1
-    if url is not None and not found._warned_unlisted:
+    if url is not None and not found.warned_unlisted:
         _warn_if_llm_call(found, host, port, str(url))
     return None
 
 
-def _warn_if_llm_call(session: Session, host: str, port: int | None, url: str) -> None:
+def _warn_if_llm_call(deck: Deck, host: str, port: int | None, url: str) -> None:
     if not _LLM_CALL.search(url.split("?", 1)[0]):
         return
-    session._warned_unlisted = True
+    deck.warned_unlisted = True
     listed = f"{host}:{port}" if port is not None else host
     warnings.warn(
         f"ghostrun: {url.split('?', 1)[0]} looks like an LLM API call, but {listed} is not a "
         f"provider host, so it went to the network unrecorded (session "
-        f"{session.name or '(unnamed)'}). To record and replay it, list its host: "
+        f"{deck.name or '(unnamed)'}). To record and replay it, list its host: "
         f'ghostrun.session(hosts=["{listed}"]), configure(hosts=[...]) or '
         f"GHOSTRUN_HOSTS={listed}.",
         UnlistedHostWarning,
@@ -140,19 +136,19 @@ def _warn_if_llm_call(session: Session, host: str, port: int | None, url: str) -
 class Exchange:
     """One intercepted request: replayed, or sent for real and recorded, or a miss."""
 
-    __slots__ = ("info", "session", "telemetry")
+    __slots__ = ("deck", "info", "telemetry")
 
     def __init__(
         self,
-        session: Session,
+        deck: Deck,
         method: str,
         url_parts: tuple[str, str, int | None, str, str],
         headers: Sequence[tuple[str, str]],
         body: bytes,
     ) -> None:
-        self.session = session
-        self.telemetry = session._telemetry(url_parts[1], url_parts[2], url_parts[3])
-        self.info: RequestInfo = session.describe(method, url_parts, headers, body)
+        self.deck = deck
+        self.telemetry = deck.telemetry(url_parts[1], url_parts[2], url_parts[3])
+        self.info: RequestInfo = deck.describe(method, url_parts, headers, body)
 
     def replay(self) -> Recording | None:
         """The response to hand back without sending, or None to send for real.
@@ -160,11 +156,11 @@ class Exchange:
         Raises `CacheMiss` when replay mode has no recording for the request.
         """
         if self.telemetry:
-            if self.session.mode is Mode.RECORD:
-                self.session.passed_through += 1
+            if self.deck.mode is Mode.RECORD:
+                self.deck.passed_through += 1
                 return None
             return EMPTY_SUCCESS
-        return self.session.plan(self.info)
+        return self.deck.plan(self.info)
 
     def sending(self) -> AbstractContextManager[None]:
         """Wrap the real send in it: intercepted libraries it calls pass through."""
@@ -174,7 +170,7 @@ class Exchange:
         """Record a whole response (body decoded); return what to hand on."""
         recording = Recording(status, hand_on_headers(headers), body)
         if not self.telemetry:
-            _commit(self.session, self.info, recording)
+            _commit(self.deck, self.info, recording)
         return recording
 
     def tape(self, status: int, headers: Iterable[tuple[str, str]]) -> Tape:
@@ -205,10 +201,10 @@ class Tape:
             return
         broke = (type(error).__name__, str(error)) if error is not None else None
         recording = Recording(self.status, self.headers, chunks=self.chunks, stream_error=broke)
-        _commit(self.exchange.session, self.exchange.info, recording)
+        _commit(self.exchange.deck, self.exchange.info, recording)
 
 
-def _commit(session: Session, info: RequestInfo, recording: Recording) -> None:
+def _commit(deck: Deck, info: RequestInfo, recording: Recording) -> None:
     """Write through the store; a failure is kept for the session's exit, never raised here.
 
     Raised from inside a transport, it would reach SDKs' ``except Exception``
@@ -216,9 +212,9 @@ def _commit(session: Session, info: RequestInfo, recording: Recording) -> None:
     succeeded.
     """
     try:
-        session.commit(info, recording)
+        deck.commit(info, recording)
     except Exception as exc:
-        session._write_failed(exc)
+        deck.write_failed(exc)
 
 
 # -- responses as handed on ------------------------------------------------------------

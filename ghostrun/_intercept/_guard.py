@@ -55,7 +55,8 @@ from .._core._config import block_network_default, settings, suite_mode
 from .._core._exceptions import CacheMiss
 from .._core._hosts import PROVIDER_HOSTS, HostMatcher, host_name
 from .._core._modes import Mode
-from .._recording._session import Session, _bypass, current_session
+from .._recording._deck import Deck
+from .._recording._session import _bypass, current_deck
 from ._patch import Refcount, Restore, replace, restore_all
 
 if TYPE_CHECKING:
@@ -118,13 +119,13 @@ def installed() -> bool:
     return _installed.count > 0
 
 
-def session_entered(session: Session) -> None:
-    """A session in replay holds the guard installed while it is open (a `Session` subscriber)."""
+def session_entered(session: Deck) -> None:
+    """A session in replay holds the guard installed while it is open (a `Deck` subscriber)."""
     if session.mode is Mode.REPLAY:
         acquire()
 
 
-def session_exited(session: Session) -> None:
+def session_exited(session: Deck) -> None:
     if session.mode is Mode.REPLAY:
         release()
 
@@ -318,11 +319,11 @@ def check(host: Any, port: Any, action: str) -> None:
     """Raise `CacheMiss` if the guard refuses ``action`` on ``host``; cheap when it allows."""
     if _bypass.get():
         return
-    session = current_session()
+    session = current_deck()
     if session is not None:
         if session.mode is not Mode.REPLAY:
             return
-        matcher, block = session._matcher, session.block_network
+        matcher, block = session.matcher, session.block_network
     elif suite_mode() is Mode.REPLAY:
         matcher, block = _suite_matcher(), block_network_default()
     else:
@@ -376,14 +377,14 @@ def _port(port: Any) -> int | None:
 # -- the refusal ---------------------------------------------------------------------
 
 
-def _refuse(session: Session | None, message: str) -> CacheMiss:
+def _refuse(session: Deck | None, message: str) -> CacheMiss:
     miss = CacheMiss(message)
     if session is not None:
         session.book(miss)
     return miss
 
 
-def _provider_miss(session: Session | None, host: str, port: int | None, action: str) -> str:
+def _provider_miss(session: Deck | None, host: str, port: int | None, action: str) -> str:
     where = _address(host, port)
     why = (
         "a provider host (ghostrun.PROVIDER_HOSTS)"
@@ -403,10 +404,10 @@ def _provider_miss(session: Session | None, host: str, port: int | None, action:
     )
 
 
-def _blocked_miss(session: Session | None, host: str, port: int | None, action: str) -> str:
+def _blocked_miss(session: Deck | None, host: str, port: int | None, action: str) -> str:
     source = (
         "this session's block_network=True"
-        if session is not None and session._arguments.get("block_network")
+        if session is not None and session.arguments.block_network
         else "GHOSTRUN_BLOCK_NETWORK=1 or --ghostrun-block-network"
     )
     return "\n".join(
@@ -420,7 +421,7 @@ def _blocked_miss(session: Session | None, host: str, port: int | None, action: 
     )
 
 
-def _governed(session: Session | None) -> str:
+def _governed(session: Deck | None) -> str:
     if session is None:
         return (
             "outside any session, with the suite-wide mode replay "

@@ -19,7 +19,7 @@ from types import ModuleType
 from typing import Any
 
 from .._core._exceptions import UnsupportedHttpx
-from .._recording._session import Session
+from .._recording._deck import Deck
 from .._store._cassette import Recording
 from ._engine import Exchange, Tape, is_stream, route
 from ._patch import Restore, replace
@@ -71,10 +71,10 @@ def _routing(original: Callable[..., Any], flavor: Flavor, wrapper: type[Any]) -
     @functools.wraps(original)
     def _transport_for_url(self: Any, url: Any) -> Any:
         transport = original(self, url)
-        session = route(url.host, url.port, url)
-        if session is None:
+        deck = route(url.host, url.port, url)
+        if deck is None:
             return transport
-        return wrapper(flavor, transport, session)
+        return wrapper(flavor, transport, deck)
 
     return _transport_for_url
 
@@ -85,13 +85,13 @@ def _routing(original: Callable[..., Any], flavor: Flavor, wrapper: type[Any]) -
 class Transport:
     """In front of a sync transport to a provider host: replay, or send and record."""
 
-    __slots__ = ("flavor", "inner", "session")
+    __slots__ = ("deck", "flavor", "inner")
 
-    def __init__(self, flavor: Flavor, inner: Any, session: Session) -> None:
-        self.flavor, self.inner, self.session = flavor, inner, session
+    def __init__(self, flavor: Flavor, inner: Any, deck: Deck) -> None:
+        self.flavor, self.inner, self.deck = flavor, inner, deck
 
     def handle_request(self, request: Any) -> Any:
-        exchange = Exchange(self.session, *_describe(request), request.read())
+        exchange = Exchange(self.deck, *_describe(request), request.read())
         recording = exchange.replay()
         if recording is not None:
             return self.flavor.replayed(recording)
@@ -103,13 +103,13 @@ class Transport:
 class AsyncTransport:
     """In front of an async transport to a provider host: replay, or send and record."""
 
-    __slots__ = ("flavor", "inner", "session")
+    __slots__ = ("deck", "flavor", "inner")
 
-    def __init__(self, flavor: Flavor, inner: Any, session: Session) -> None:
-        self.flavor, self.inner, self.session = flavor, inner, session
+    def __init__(self, flavor: Flavor, inner: Any, deck: Deck) -> None:
+        self.flavor, self.inner, self.deck = flavor, inner, deck
 
     async def handle_async_request(self, request: Any) -> Any:
-        exchange = Exchange(self.session, *_describe(request), await request.aread())
+        exchange = Exchange(self.deck, *_describe(request), await request.aread())
         recording = exchange.replay()
         if recording is not None:
             return self.flavor.replayed(recording)

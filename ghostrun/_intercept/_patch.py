@@ -26,7 +26,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from .._recording._session import Session
+    from .._recording._deck import Deck
 
 __all__ = [
     "ROADS",
@@ -156,10 +156,10 @@ def _adapters() -> list[Adapter]:
     return adapters
 
 
-def session_entered(session: Session) -> None:
-    """Every open session holds the roads installed (a `Session` subscriber)."""
+def session_entered(session: Deck) -> None:
+    """Every open session holds the roads installed (a `Deck` subscriber)."""
     acquire()
 
 
-def session_exited(session: Session) -> None:
+def session_exited(session: Deck) -> None:
     release()

@@ -20,7 +20,8 @@ re-record it (``GHOSTRUN_MODE=record``).
 A `Recorder` writes its cassette when the connection closes, and when its
 session closes if the client never closed it (an agent's persistent
 connection). The adapters do the waiting (threads or tasks); this module
-reads and writes files, and keeps the session's counts.
+reads and writes files, and the session's deck (``.._recording._deck``) keeps
+the counts and the per-key cursors.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from .._core._exceptions import CacheMiss, CassetteError
 from .._core._files import dump_json, ensure_dir, write_atomic
 from .._core._lock import cassette_lock
 from .._core._modes import Mode
-from .._recording._session import Session
+from .._recording._deck import Deck
 from .._store import _validate
 from .._store._keys import canonical_url
 from .._store._render import render_body
@@ -73,19 +74,19 @@ def open_link(
     headers: Iterable[tuple[str, str]],
 ) -> Player | Recorder | None:
     """What to do with a WebSocket handshake to this URL (see the module docstring)."""
-    session = route(host, port, f"{scheme}://{host}{path}")
-    if session is None:
+    deck = route(host, port, f"{scheme}://{host}{path}")
+    if deck is None:
         return None
     url = canonical_url(scheme, host, port, path, query)
     pairs = [(str(k).lower(), str(v)) for k, v in headers]
     params = parse_qsl(query, keep_blank_values=True) if query else []
-    if session.mode is not Mode.RECORD:
-        player = Player(session, url, _recorded(session.cassette_dir, url), (pairs, params))
+    if deck.mode is not Mode.RECORD:
+        player = Player(deck, url, _recorded(deck.cassette_dir, url), (pairs, params))
         if player.handshake is not None:
             return player
-        if session.mode is Mode.REPLAY:
-            raise _register(session, _no_recording(session, url))
-    return Recorder(session, url, pairs, params)
+        if deck.mode is Mode.REPLAY:
+            raise deck.book(_no_recording(deck, url))
+    return Recorder(deck, url, pairs, params)
 
 
 def _recorded(directory: Path, url: str) -> list[str]:
@@ -109,31 +110,15 @@ def read_conversations(path: Path) -> list[Conversation]:
         raise CassetteError(f"corrupt WebSocket cassette {path}: {exc}") from exc
 
 
-def _register(session: Session, miss: CacheMiss) -> CacheMiss:
-    """Count a miss, and have the session raise it on exit if the code under test swallows it."""
-    session.misses.append(miss)
-    session._unraised.append(miss)
-    return miss
-
-
-def _no_recording(session: Session, url: str) -> CacheMiss:
+def _no_recording(deck: Deck, url: str) -> CacheMiss:
     return CacheMiss(
         f"ghostrun: no recorded WebSocket conversation with {url}\n"
-        f"  mode:         {session.mode.value}"
-        + (f" (session {session.name})" if session.name else "")
-        + f"\n  cassette dir: {session.cassette_dir}\n"
+        f"  mode:         {deck.mode.value}"
+        + (f" (session {deck.name})" if deck.name else "")
+        + f"\n  cassette dir: {deck.cassette_dir}\n"
         "  To record it, run once with GHOSTRUN_MODE=record (or pytest --ghostrun-record) "
         "with the provider reachable."
     )
-
-
-def _next_index(session: Session, key: str) -> int:
-    """The how-many-th conversation with this key in this session (from 0)."""
-    with session._lock:  # the session's per-key cursor: WebSocket and HTTP keys never meet
-        index = session._cursor.get(key, 0)
-        session._cursor[key] = index + 1
-        session.used_keys.add(key)
-        return index
 
 
 class Player:
@@ -141,15 +126,15 @@ class Player:
 
     def __init__(
         self,
-        session: Session,
+        deck: Deck,
         url: str,
         keys: list[str],
         handshake: tuple[list[tuple[str, str]], list[tuple[str, str]]],
     ) -> None:
-        self.session, self.url, self.keys = session, url, keys
+        self.deck, self.url, self.keys = deck, url, keys
         self.pairs, self.params = handshake
         self.secrets = secrets_of(*handshake)
-        self.ignore = session._ignore
+        self.ignore = deck.ignore
         self.loaded: dict[str, list[Conversation]] = {}
         # The first recorded conversation answers the handshake and any greeting.
         first = next((c[0] for c in map(self._load, keys) if c), None)
@@ -160,13 +145,12 @@ class Player:
         self.greeted = 0
         self.lock = threading.Lock()
         if first is not None:
-            with session._lock:
-                session.replayed += 1
+            deck.count_replayed(1)
 
     def _load(self, key: str) -> list[Conversation]:
         """The conversations of one cassette with this URL ([] for another URL's)."""
         if key not in self.loaded:
-            found = read_conversations(self.session.cassette_dir / f"{key}.json")
+            found = read_conversations(self.deck.cassette_dir / f"{key}.json")
             self.loaded[key] = found if found and found[0].url == self.url else []
         return self.loaded[key]
 
@@ -188,7 +172,7 @@ class Player:
             try:
                 event = script.next_server()
             except EOFError:
-                raise _register(self.session, self._ended()) from None
+                raise self.deck.book(self._ended()) from None
             if self.script is None and event is not None:
                 self.greeted += 1
             return event
@@ -208,30 +192,29 @@ class Player:
                 self.script = self._choose(frame)  # NeedsLive in auto when none matches
             result = self.script.match(frame)
         if result is not True:
-            raise _register(self.session, self._differs(result or None, frame))
+            raise self.deck.book(self._differs(result or None, frame))
 
     def go_live(self) -> tuple[Recorder, int]:
         """A recorder for the live connection that replaces this one, and how many greeting
         frames the client already had (the live server's own greeting is taped, not handed on)."""
-        with self.session._lock:
-            self.session.replayed -= 1
-        return Recorder(self.session, self.url, self.pairs, self.params), self.greeted
+        self.deck.count_replayed(-1)
+        return Recorder(self.deck, self.url, self.pairs, self.params), self.greeted
 
     def _choose(self, frame: Frame) -> Script:
         key = conversation_key(self.url, frame, self.ignore)
         conversations = self._load(key) if key in self.keys else []
         if conversations:
-            index = _next_index(self.session, key)
-            if index >= len(conversations) and self.session.mode is Mode.AUTO:
+            index = self.deck.next_index(key)
+            if index >= len(conversations) and self.deck.mode is Mode.AUTO:
                 raise NeedsLive(key)  # past the last recorded one: auto records another
             script = Script(conversations[min(index, len(conversations) - 1)], self.ignore)
             script.skip_server(self.greeted)
             self.key = key
             return script
-        if self.session.mode is Mode.AUTO:
+        if self.deck.mode is Mode.AUTO:
             raise NeedsLive(key)
-        _next_index(self.session, key)
-        raise _register(self.session, self._no_first(key, frame))
+        self.deck.next_index(key)
+        raise self.deck.book(self._no_first(key, frame))
 
     def _no_first(self, key: str, frame: Frame) -> CacheMiss:
         """No recording starts with this frame: the diff against the closest first frame."""
@@ -253,11 +236,11 @@ class Player:
         return CacheMiss("\n".join(lines))
 
     def _where(self) -> list[str]:
-        session = self.session
-        named = f" (session {session.name})" if session.name else ""
+        deck = self.deck
+        named = f" (session {deck.name})" if deck.name else ""
         return [
-            f"  mode:         {session.mode.value}{named}",
-            f"  cassette dir: {session.cassette_dir}",
+            f"  mode:         {deck.mode.value}{named}",
+            f"  cassette dir: {deck.cassette_dir}",
         ]
 
     def _differs(self, recorded: Frame | None, sent: Frame) -> CacheMiss:
@@ -285,12 +268,12 @@ class Recorder:
 
     def __init__(
         self,
-        session: Session,
+        deck: Deck,
         url: str,
         headers: list[tuple[str, str]],
         query: list[tuple[str, str]],
     ) -> None:
-        self.session, self.headers, self.query = session, headers, query
+        self.deck, self.headers, self.query = deck, headers, query
         self.conversation = Conversation(url)
         self.lock = threading.Lock()
         self.done = True  # until the handshake succeeded: a failed connect writes nothing
@@ -301,8 +284,7 @@ class Recorder:
         self.conversation.subprotocol = subprotocol
         self.conversation.response_headers = {str(k).lower(): str(v) for k, v in response_headers}
         self.done = False
-        with self.session._lock:
-            self.session._on_close.append(self.finish)
+        self.deck.on_close(self.finish)
 
     def sent(self, data: str | bytes) -> None:
         with self.lock:
@@ -324,16 +306,13 @@ class Recorder:
                 return
             self.done = True
             conversation = redact_conversation(self.conversation, self.headers, self.query)
-        session = self.session
+        deck = self.deck
         # Keyed as it is stored, so that replay, which compares masked frames, finds it.
-        key = conversation_key(conversation.url, conversation.first_client_frame(), session._ignore)
-        _next_index(session, key)
-        path = session.cassette_dir / f"{key}.json"
-        with session._lock:
-            fresh = session.mode is Mode.RECORD and key not in session._recorded_here
-            ensure_dir(session.cassette_dir)
+        key = conversation_key(conversation.url, conversation.first_client_frame(), deck.ignore)
+        deck.next_index(key)
+        path = deck.cassette_dir / f"{key}.json"
+        with deck.writing(key) as fresh:
+            ensure_dir(deck.cassette_dir)
             with cassette_lock(str(path)):  # read again under the lock: keep another's append
                 kept = [] if fresh else read_conversations(path)
                 write_atomic(path, dump_json(document(key, [*kept, conversation])))
-            session._recorded_here[key] = session._recorded_here.get(key, 0) + 1
-            session.recorded += 1

@@ -33,6 +33,7 @@ from .._core._files import dump_json, write_atomic
 from .._core._modes import Mode
 from .._core._public import public
 from .._recording import _runlog, _session
+from .._recording._deck import Deck
 from .._secrets._redact import scrub_text
 from .._store import _validate
 from ._judges import PROMPT_TEMPLATE_VERSION, Judge, OllamaJudge, RawVerdict, as_judge, no_recording
@@ -171,7 +172,7 @@ def resolve_judge(judge: Any = None) -> Judge:
 class _Context:
     mode: Mode
     cassette_dir: Path
-    session: _session.Session | None
+    session: Deck | None  # the governing session's, whose misses a verdict miss joins
 
 
 def _context(mode: Mode | None = None, cassette_dir: Path | None = None) -> _Context:
@@ -183,7 +184,7 @@ def _context(mode: Mode | None = None, cassette_dir: Path | None = None) -> _Con
     if cassette_dir is not None:
         return _Context(resolve_mode(mode), Path(cassette_dir), None)
 
-    session = _session.current_session()
+    session = _session.current_deck()
     if session is not None:
         return _Context(session.mode, Path(session.cassette_dir), session)
     return _Context(resolve_mode(None), settings.resolve_cassette_dir(), None)
@@ -262,7 +263,7 @@ def _miss(judge: Judge, text: str, criterion: str, path: Path) -> CacheMiss:
     )
 
 
-def _book(session: _session.Session | None, miss: CacheMiss) -> CacheMiss:
+def _book(session: Deck | None, miss: CacheMiss) -> CacheMiss:
     """A verdict miss is booked like a request miss: in ``misses``, and raised again
     when the session closes if the code under test swallowed it."""
     return miss if session is None else session.book(miss)

@@ -1,6 +1,7 @@
 """Sessions: which one governs a request, replay or record, and what each test used.
 
-    _session      the session: modes, counts, and the decision for each request
+    _session      the session users open, and which one governs a request
+    _deck         what a session does with a request: the key, the decision, the writes
     _miss         what a replay miss tells the user
     _runlog       each test's outcome and what it used, saved when the run ends
 

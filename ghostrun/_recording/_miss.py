@@ -20,7 +20,7 @@ from .._store._keys import remove_field
 from .._store._render import render_body
 
 if TYPE_CHECKING:
-    from ._session import RequestInfo, Session
+    from ._deck import Deck, RequestInfo
 
 __all__ = ["describe_miss"]
 
@@ -28,12 +28,11 @@ _MAX_DIFF_LINES = 60
 _MAX_CANDIDATES = 2000
 
 
-def describe_miss(info: RequestInfo, session: Session, ignore: Sequence[tuple[str, ...]]) -> str:
-    directory = Path(session.cassette_dir).absolute()
+def describe_miss(info: RequestInfo, deck: Deck, ignore: Sequence[tuple[str, ...]]) -> str:
+    directory = Path(deck.cassette_dir).absolute()
     lines = [
         f"ghostrun: no recording for {info.method} {info.url}",
-        f"  mode:         {session.mode.value}"
-        + (f" (session {session.name})" if session.name else ""),
+        f"  mode:         {deck.mode.value}" + (f" (session {deck.name})" if deck.name else ""),
         f"  cassette dir: {directory}",
         f"  expected:     {info.key}.json",
     ]
@@ -46,7 +45,7 @@ def describe_miss(info: RequestInfo, session: Session, ignore: Sequence[tuple[st
         "  To record it, run once with GHOSTRUN_MODE=record (or pytest --ghostrun-record) "
         "with the provider reachable."
     )
-    body = _without(session.stored_request(info).get("body"), ignore)
+    body = _without(deck.stored_request(info).get("body"), ignore)
     closest = _closest(directory, info, body, ignore)
     if closest is None:
         lines.append(

@@ -77,7 +77,8 @@ from .._core._files import dump_json, write_atomic
 from .._core._modes import Mode
 from .._secrets._redact import scrub_text
 from .._store import _validate
-from ._session import Session, current_session, current_test_id
+from ._deck import Deck, current_test_id
+from ._session import current_deck
 
 __all__ = [
     "LAST",
@@ -134,7 +135,7 @@ class RunLog:
         self._dirs: dict[str, dict[str, Any]] = {}
         self._outcomes: dict[str, str] = {}
         self.limited_by: list[str] = []  # how the run was narrowed (-k, --lf, paths), if it was
-        self._seen: weakref.WeakKeyDictionary[Session, tuple[int, int, int, int]] = (
+        self._seen: weakref.WeakKeyDictionary[Deck, tuple[int, int, int, int]] = (
             weakref.WeakKeyDictionary()
         )
 
@@ -173,25 +174,25 @@ class RunLog:
             )
             log["judged"] = log["judged"] or judge is not None
 
-    def session(self, session: Session, where: tuple[str, str | None, Path]) -> None:
+    def session(self, deck: Deck, where: tuple[str, str | None, Path]) -> None:
         """Count what a session did since it was last seen (a session may be re-entered)."""
         name, alias, directory = where
         with self._lock:
-            replayed, recorded, missed, trailed = self._seen.get(session, (0, 0, 0, 0))
-            now = (session.replayed, session.recorded, len(session.misses), len(session.trail))
-            self._seen[session] = now
+            replayed, recorded, missed, trailed = self._seen.get(deck, (0, 0, 0, 0))
+            now = (deck.replayed, deck.recorded, len(deck.misses), len(deck.trail))
+            self._seen[deck] = now
             log = self._dir(directory)
-            log["replay"] = _only_replay(log["replay"], session.mode is Mode.REPLAY)
+            log["replay"] = _only_replay(log["replay"], deck.mode is Mode.REPLAY)
             test = _test(log, name, alias)
             counts = test["requests"]
-            counts["replayed"] += session.replayed - replayed
-            counts["recorded"] += session.recorded - recorded
-            counts["misses"] += len(session.misses) - missed
-            test["cassettes"] += [{"key": k, "how": h} for k, h in session.trail[trailed:]]
-            _add_new(test["ignore_fields"], session.ignore_fields)
-            log["cassettes_used"].update(session.used_keys)
-            for miss in session.misses[missed:]:
-                log["misses"].append({"test": name, "message": _scrub(str(miss), session)})
+            counts["replayed"] += deck.replayed - replayed
+            counts["recorded"] += deck.recorded - recorded
+            counts["misses"] += len(deck.misses) - missed
+            test["cassettes"] += [{"key": k, "how": h} for k, h in deck.trail[trailed:]]
+            _add_new(test["ignore_fields"], deck.arguments.ignore_fields)
+            log["cassettes_used"].update(deck.used_keys)
+            for miss in deck.misses[missed:]:
+                log["misses"].append({"test": name, "message": _scrub(str(miss), deck)})
 
     def verdict(self, key: str, directory: Path) -> None:
         with self._lock:
@@ -387,9 +388,9 @@ def _with_previous(document: dict[str, Any], path: Path) -> dict[str, Any]:
     return {**document, "previous": previous}
 
 
-def _scrub(text: str, session: Session | None) -> str:
+def _scrub(text: str, deck: Deck | None) -> str:
     """Credentials, secret shapes and what the session's hook removed, masked (DESIGN §4)."""
-    return scrub_text(text, edits=session.hook_edits if session is not None else None)
+    return scrub_text(text, edits=deck.hook_edits if deck is not None else None)
 
 
 def _test(log: dict[str, Any], name: str, alias: str | None) -> dict[str, Any]:
@@ -440,9 +441,9 @@ _autoflush = True
 _atexit_registered = False
 
 
-def session_closed(session: Session) -> None:
-    """Called when a session's outermost block ends."""
-    _log.session(session, _where_session(session))
+def session_closed(deck: Deck) -> None:
+    """Called when a session's outermost block ends (a `Deck` subscriber)."""
+    _log.session(deck, _where_session(deck))
     _arm_atexit()
 
 
@@ -456,7 +457,7 @@ def record_assertion(
     judge: str | None = None,
 ) -> None:
     """Called for every assertion outcome, passed or failed."""
-    found = current_session()
+    found = current_deck()
     where = _where_session(found) if found is not None else _where_default()
     if found is None:
         _log.mode_seen(where[2], resolve_mode(None))
@@ -500,7 +501,7 @@ def verdict_in_test(key: str, cassette_dir: Path, how: str) -> None:
 
     Each test lists its gradings in order, for ``ghostrun review`` and ``report``.
     """
-    found = current_session()
+    found = current_deck()
     where = _where_session(found) if found is not None else _where_default()
     _log.verdict_in_test(key, cassette_dir, how, where[:2])
 
@@ -533,9 +534,9 @@ def load_run(path: Path) -> dict[str, Any]:
     return data
 
 
-def _where_session(session: Session) -> tuple[str, str | None, Path]:
+def _where_session(deck: Deck) -> tuple[str, str | None, Path]:
     test_id = current_test_id()
-    return session.name or test_id or _script_name(), test_id, session.cassette_dir
+    return deck.name or test_id or _script_name(), test_id, deck.cassette_dir
 
 
 def _where_default() -> tuple[str, str | None, Path]:

@@ -1,117 +1,69 @@
-"""Sessions: which one governs a request, and what it does with it.
+"""Sessions: what users open, and which one governs a request.
 
 The innermost open session of the current thread *and* async task governs
 (a ContextVar holds each context's stack; asyncio and trio give every task its
 own copy). A thread with no session of its own (a worker pool) falls back to
 the global stack: the most recently opened session still open.
 
-This module decides (replay, record or miss) and keeps the counts; it does no
-HTTP and imports no adapter: interception and the run log, in layers above,
-`subscribe` to hear when sessions enter, exit and close. Writes are
-read-modify-writes under the cassette's lock (`_core._lock`), and each session
-steps through its own run of a key (`_store._cassette`, "Runs"), so sessions
-recording one request at once, in one process or many, lose no response and
-are never handed one twice. The
-engine in ``_intercept._engine`` drives `Session.describe`, `Session.plan` and
-`Session.commit` for every road.
+A `Session` is the user's handle: its arguments, read back as resolved, and
+its results (``replayed``, ``recorded``, ``passed_through``, ``misses``).
+What it does with a request is its `Deck`'s (``_deck``): the engine, the guard
+and the run log find the governing one with `current_deck`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import copy
 import functools
 import inspect
 import os
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
-from urllib.parse import parse_qsl
 
-from .._core._config import block_network_default, resolve_mode, settings
 from .._core._exceptions import CacheMiss
-from .._core._files import ensure_dir
-from .._core._hosts import PROVIDER_HOSTS, HostMatcher
-from .._core._lock import cassette_lock
 from .._core._modes import Mode, parse_mode
 from .._core._public import public
-from .._core._telemetry import TELEMETRY_URLS, UrlList
-from .._secrets._redact import (
-    collect_secrets,
-    defer_secrets,
-    keep_request_header,
-    keep_response_header,
-    learn_hook_edits,
-    redact_entry,
-    request_body,
-    request_secrets,
-    scrub_text,
-)
-from .._store._cassette import Cassette, Recording, encode_response, read_run
-from .._store._keys import canonical_body, canonical_url, match_key, split_field_paths
-from ._miss import describe_miss
+from .._core._telemetry import UrlList
+from ._deck import Arguments, Deck, Redactor
 
 __all__ = [
-    "Redactor",
     "Session",
     "bypass_interception",
-    "carries_miss",
+    "current_deck",
     "current_session",
     "passing_through",
     "session",
-    "subscribe",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
-Redactor = Callable[[dict[str, Any]], dict[str, Any] | None]
-"""A session's ``redact=`` hook: edits a cassette entry before it is written, and returns
-it (or None, having edited it in place). Exported as ``ghostrun.Redactor``."""
 
 _context_stack: ContextVar[tuple[Session, ...]] = ContextVar("ghostrun_sessions", default=())
 _bypass: ContextVar[bool] = ContextVar("ghostrun_bypass", default=False)
 _global_stack: list[Session] = []
 _global_lock = threading.Lock()
-_AUTH_FAILURES = frozenset({401, 403, 407})
-Hook = Callable[["Session"], None]
-_UNREAD: Any = object()
-
-
-@dataclass
-class _Hooks:
-    entering: list[Hook] = field(default_factory=list)  # each enter, under the session's lock
-    exiting: list[Hook] = field(default_factory=list)  # each exit, likewise
-    closed: list[Hook] = field(default_factory=list)  # the last exit, once its tapes are written
-
-
-_hooks = _Hooks()
-
-
-def subscribe(
-    *, entering: Hook | None = None, exiting: Hook | None = None, closed: Hook | None = None
-) -> None:
-    """Have the layers above told of sessions: interception when one enters and
-    exits (it installs its hooks while any is open), the run log when one closes.
-    ``ghostrun/__init__`` subscribes them; this module imports neither."""
-    for hooks, hook in (
-        (_hooks.entering, entering),
-        (_hooks.exiting, exiting),
-        (_hooks.closed, closed),
-    ):
-        if hook is not None:
-            hooks.append(hook)
 
 
 def current_session() -> Session | None:
     """The session that governs a request made here and now, if any."""
     for candidate in reversed(_context_stack.get()):
-        if candidate._depth:
+        if candidate._deck.depth:
             return candidate
     stack = _global_stack
     return stack[-1] if stack else None
+
+
+def current_deck() -> Deck | None:
+    """The governing session's deck: `current_session` without the call, for the hot path."""
+    for candidate in reversed(_context_stack.get()):
+        deck = candidate._deck
+        if deck.depth:
+            return deck
+    stack = _global_stack
+    return stack[-1]._deck if stack else None
 
 
 def passing_through() -> bool:
@@ -129,38 +81,14 @@ def bypass_interception() -> Iterator[None]:
         _bypass.reset(token)
 
 
-class RequestInfo:
-    """What a session needs to know about a request, whichever library sent it."""
-
-    __slots__ = ("_content_type", "body", "headers", "key", "method", "query", "url")
-
-    def __init__(
-        self,
-        method: str,
-        url: str,  # canonical: credential query parameters dropped, query sorted
-        headers: Sequence[tuple[str, str]],  # lower-case names; may be built when first read
-        query: list[tuple[str, str]],
-        body: bytes,
-    ) -> None:
-        self.method, self.url, self.headers, self.query = method, url, headers, query
-        self.body, self.key = body, ""
-        self._content_type: str | None = None
-
-    @property
-    def content_type(self) -> str:
-        """Looked up when first asked for: replaying a JSON request never needs it."""
-        if self._content_type is None:
-            self._content_type = _content_type(self.headers)
-        return self._content_type
-
-
 @public
 class Session:
     """Record and replay the provider requests made inside it.
 
     Use it as ``with``, ``async with`` or a decorator. After (or during) the
     block it reports ``replayed``, ``recorded``, ``passed_through`` and
-    ``misses``.
+    ``misses``; ``mode``, ``cassette_dir``, ``name`` and the other arguments
+    read back as they were resolved when it was last entered.
     """
 
     def __init__(
@@ -177,60 +105,75 @@ class Session:
     ) -> None:
         if mode is not None:
             parse_mode(mode)  # an invalid mode fails here, where it was written
-        hosts = (hosts,) if isinstance(hosts, str) else tuple(hosts)
-        ignore_fields = (ignore_fields,) if isinstance(ignore_fields, str) else tuple(ignore_fields)
-        ignore_urls = (ignore_urls,) if isinstance(ignore_urls, str) else tuple(ignore_urls)
-        UrlList(ignore_urls)  # an entry that names no path fails here, where it was written
-        self._arguments: dict[str, Any] = {
-            "mode": mode,
-            "cassette_dir": cassette_dir,
-            "name": name,
-            "hosts": hosts,
-            "ignore_fields": ignore_fields,
-            "redact": redact,
-            "ignore_urls": ignore_urls,
-            "block_network": block_network,
-        }
-        self._code_mode = mode
-        self._code_cassette_dir = cassette_dir
-        self._code_name = name
-        self.hosts = tuple(hosts)
-        self.ignore_fields = tuple(ignore_fields)
-        self.redact = redact
-        self.ignore_urls = ignore_urls
-        self.replayed = 0
-        self.recorded = 0
-        self.passed_through = 0
-        self.misses: list[CacheMiss] = []
-        self.used_keys: set[str] = set()
-        # (key, "replayed" | "recorded" | "missed") in the order requests were made: the
-        # run log keeps it per test, so `ghostrun review` knows which cassettes are whose.
-        self.trail: list[tuple[str, str]] = []
-        self.hook_edits: dict[str, str] = {}  # what ``redact`` changed: applied to run logs
-        self._depth = 0
-        self._lock = threading.RLock()
-        self._resolve()
+        extra_hosts, ignored, urls = _strings(hosts), _strings(ignore_fields), _strings(ignore_urls)
+        UrlList(urls)  # an entry that names no path fails here, where it was written
+        self._deck = Deck(
+            Arguments(
+                mode=mode,
+                cassette_dir=cassette_dir,
+                name=name,
+                hosts=extra_hosts,
+                ignore_fields=ignored,
+                redact=redact,
+                ignore_urls=urls,
+                block_network=block_network,
+            )
+        )
 
-    def _resolve(self) -> None:
-        """Read mode, directory and hosts afresh: the environment may have changed."""
-        self.mode: Mode = resolve_mode(self._code_mode)
-        self.cassette_dir: Path = settings.resolve_cassette_dir(self._code_cassette_dir)
-        self._prefix = os.path.join(self.cassette_dir, "")  # + key + ".json": once per request
-        self.name: str | None = self._code_name or current_test_id()
-        explicit = self._arguments["block_network"]
-        self.block_network = block_network_default() if explicit is None else bool(explicit)
-        self._ignore = split_field_paths(self.ignore_fields)
-        self._matcher = HostMatcher(PROVIDER_HOSTS + settings.extra_hosts() + self.hosts)
-        self._cursor: dict[str, int] = {}  # per key: the next response of its run to use
-        self._run_of: dict[str, str | None] = {}  # per key: the run (label) this session uses
-        self._replies: dict[str, list[Recording] | None] = {}
-        self._recorded_here: dict[str, int] = {}
-        self._transient_at: dict[str, int] = {}  # per key: where it last wrote a 429/5xx
-        self._unraised: list[CacheMiss] = []
-        self._write_errors: list[Exception] = []
-        self._warned_unlisted = False
-        self._telemetry = UrlList(TELEMETRY_URLS + settings.ignore_urls + self.ignore_urls)
-        self._on_close: list[Callable[[], None]] = []  # WebSocket tapes still open, to write
+    # -- what users read -----------------------------------------------------
+
+    @property
+    def replayed(self) -> int:
+        """Requests (and WebSocket conversations) answered from a cassette."""
+        return self._deck.replayed
+
+    @property
+    def recorded(self) -> int:
+        """Responses (and conversations) sent for real and written."""
+        return self._deck.recorded
+
+    @property
+    def passed_through(self) -> int:
+        """Requests that went out untouched: their host is not a provider host."""
+        return self._deck.passed_through
+
+    @property
+    def misses(self) -> list[CacheMiss]:
+        """Every `CacheMiss` raised in the session, in order."""
+        return self._deck.misses
+
+    @property
+    def mode(self) -> Mode:
+        return self._deck.mode
+
+    @property
+    def cassette_dir(self) -> Path:
+        return self._deck.cassette_dir
+
+    @property
+    def name(self) -> str | None:
+        """The label its run log uses: ``name=``, else the running test's id."""
+        return self._deck.name
+
+    @property
+    def block_network(self) -> bool:
+        return self._deck.block_network
+
+    @property
+    def hosts(self) -> tuple[str, ...]:
+        return self._deck.arguments.hosts
+
+    @property
+    def ignore_fields(self) -> tuple[str, ...]:
+        return self._deck.arguments.ignore_fields
+
+    @property
+    def ignore_urls(self) -> tuple[str, ...]:
+        return self._deck.arguments.ignore_urls
+
+    @property
+    def redact(self) -> Redactor | None:
+        return self._deck.arguments.redact
 
     def __repr__(self) -> str:
         return (
@@ -241,12 +184,7 @@ class Session:
     # -- entering and leaving ------------------------------------------------
 
     def __enter__(self) -> Session:
-        with self._lock:
-            if self._depth == 0:
-                self._resolve()
-            for entering in _hooks.entering:
-                entering(self)
-            self._depth += 1
+        self._deck.enter()
         _context_stack.set((*_context_stack.get(), self))
         with _global_lock:
             _global_stack.append(self)
@@ -263,23 +201,7 @@ class Session:
             _global_stack.reverse()
             _global_stack.remove(self)
             _global_stack.reverse()
-        with self._lock:
-            self._depth -= 1
-            for exiting in _hooks.exiting:
-                exiting(self)
-            if self._depth:
-                return
-            unraised, self._unraised = self._unraised, []
-            write_errors, self._write_errors = self._write_errors, []
-            closing, self._on_close = self._on_close, []
-        for finish in closing:
-            finish()
-        for closed in _hooks.closed:
-            closed(self)
-        if unraised and not carries_miss(exc):
-            raise unraised[0] from exc
-        if write_errors and exc is not write_errors[0]:
-            raise write_errors[0]  # the block's own error, if any, is its __context__
+        self._deck.exit(exc)
 
     async def __aenter__(self) -> Session:
         return self.__enter__()
@@ -311,218 +233,16 @@ class Session:
         return wrapper  # type: ignore[return-value]
 
     def _fresh(self) -> Session:
-        return Session(**self._arguments)
-
-    # -- the decision --------------------------------------------------------
-
-    def describe(
-        self,
-        method: str,
-        url_parts: tuple[str, str, int | None, str, str],
-        headers: Sequence[tuple[str, str]],
-        body: bytes,
-    ) -> RequestInfo:
-        """Build the key of a request from its parts (scheme, host, port, path, query).
-
-        ``headers`` may be a lazy sequence: replaying a JSON request never
-        reads them (the key reads any body that looks like JSON as JSON, so only
-        another body's content type is looked up).
-        """
-        method = method.upper()
-        url = canonical_url(*url_parts)
-        query = parse_qsl(url_parts[4], keep_blank_values=True) if url_parts[4] else []
-        info = RequestInfo(method, url, headers, query, body)
-        key_type = "" if body[:1] in (b"{", b"[") else info.content_type
-        info.key = match_key(method, url, canonical_body(body, key_type, self._ignore))
-        return info
-
-    def plan(self, info: RequestInfo) -> Recording | None:
-        """The recording to replay, or None to send the request for real.
-
-        Raises `CacheMiss` when the request is not recorded and the mode is replay.
-        The session steps through its run of the key (`ghostrun._store._cassette`, "Runs")
-        with a cursor that only a replay or a write moves, so a response another
-        process appended meanwhile is replayed, and none is ever handed out twice.
-        """
-        key = info.key
-        with self._lock:
-            self.used_keys.add(key)
-            if self.mode is Mode.RECORD:
-                return None
-            index = self._cursor.get(key, 0)
-            # Kept only when there are several responses to step through, or none
-            # (a miss): a single one (nearly always) is read again if its request
-            # repeats, since thousands kept would slow every full garbage collection.
-            replies: list[Recording] | None = self._replies.get(key, _UNREAD)
-            if replies is _UNREAD:
-                found = read_run(
-                    self._prefix + key + ".json", self.name, self._run_of.get(key, _UNREAD)
-                )
-                replies = None if found is None else found[1]
-                if found is not None:
-                    self._run_of[key] = found[0]
-                if replies is None or len(replies) > 1:
-                    self._replies[key] = replies
-            if replies and (index < len(replies) or self.mode is Mode.REPLAY):
-                self._cursor[key] = index + 1
-                self.replayed += 1
-                self.trail.append((key, "replayed"))
-                defer_secrets(info)  # its secrets are still scrubbed from run logs
-                return replies[min(index, len(replies) - 1)]
-            if self.mode is Mode.REPLAY:
-                self.trail.append((key, "missed"))
-                raise self._miss(info)
-            return None
-
-    def commit(self, info: RequestInfo, recording: Recording) -> None:
-        """Write a response just received; a retried-past transient failure is replaced.
-
-        An authentication failure (401, 403, 407) is handed on but never written:
-        replayed, it would keep answering "bad key" long after the key was fixed.
-        The write is a read-modify-write of the cassette under its lock
-        (`ghostrun._core._lock`): the file is read again once the lock is held, so a
-        response another session or process added meanwhile is kept.
-        """
-        if recording.status in _AUTH_FAILURES:
-            return
-        key = info.key
-        path = self._prefix + key + ".json"
-        with self._lock:
-            entry = self._entry(info, recording)
-            ensure_dir(self.cassette_dir)
-            with cassette_lock(path):
-                cassette = self._cassette_for_writing(info)
-                label = self._run_for_writing(key, cassette)
-                if self._replaces_transient(key, cassette, label):
-                    cassette.raw_responses.pop(cassette.run(label)[-1])
-                    self.recorded -= 1
-                    del self.trail[_last_index(self.trail, (key, "recorded"))]
-                cassette.request = entry["request"]
-                index = cassette.add(entry["response"], label)
-                cassette.save()
-            self._cursor[key] = index + 1
-            self._replies.pop(key, None)  # replayed from the file from now on
-            self._recorded_here[key] = self._recorded_here.get(key, 0) + 1
-            if recording.transient:
-                self._transient_at[key] = index
-            else:
-                self._transient_at.pop(key, None)
-            self.recorded += 1
-            self.trail.append((info.key, "recorded"))
-
-    def _cassette_for_writing(self, info: RequestInfo) -> Cassette:
-        """The cassette as it is on disk now (read under its lock), or a new one.
-
-        Never what ``plan`` read earlier: another writer may have added to it
-        since. A file that fails to load raises, so it is never overwritten.
-        """
-        path = self._prefix + info.key + ".json"
-        cassette = Cassette.load(path)
-        return Cassette(path, info.key, {}, []) if cassette is None else cassette
-
-    def _run_for_writing(self, key: str, cassette: Cassette) -> str | None:
-        """Record mode starts the session's own run afresh once; auto extends its run."""
-        if self.mode is Mode.RECORD:
-            if key not in self._recorded_here:
-                cassette.drop_run(self.name)
-            return self.name
-        label: str | None = self._run_of.get(key, _UNREAD)
-        if label is _UNREAD or not (cassette.run(label) or label == self.name):
-            label = cassette.choose_run(self.name)
-        self._run_of[key] = label
-        return label
-
-    def _replaces_transient(self, key: str, cassette: Cassette, label: str | None) -> bool:
-        """Whether this session's last write of ``key`` was a 429/5xx, still last in its run."""
-        at = self._transient_at.get(key)
-        positions = cassette.run(label)
-        if at is None or len(positions) != at + 1:
-            return False
-        return cassette.response(positions[-1]).transient
-
-    def _entry(self, info: RequestInfo, recording: Recording) -> dict[str, Any]:
-        response = encode_response(
-            Recording(
-                recording.status,
-                [(k, v) for k, v in recording.headers if keep_response_header(k)],
-                recording.body,
-                recording.chunks,
-                recording.stream_error,
-            ),
-            _content_type(recording.headers),
-        )
-        return self._redacted(info, response)
-
-    def stored_request(self, info: RequestInfo) -> dict[str, Any]:
-        """The request as its cassette would store it: what a miss diff compares.
-
-        The user's hook sees it with an empty response; if the hook fails on
-        that, the body is not shown rather than shown unredacted.
-        """
-        try:
-            request: dict[str, Any] = self._redacted(info, {})["request"]
-        except Exception as exc:  # the user's hook, on an entry it was not written for
-            note = f"(not shown: the redact hook raised {type(exc).__name__} on it)"
-            return {"body": {"text": note}}
-        return request
-
-    def _redacted(self, info: RequestInfo, response: dict[str, Any]) -> dict[str, Any]:
-        """An entry with every credential masked, then the user's hook applied."""
-        entry = {
-            "request": {
-                "method": info.method,
-                "url": info.url,
-                "headers": {k: v for k, v in info.headers if keep_request_header(k)},
-                "body": request_body(info.body, info.content_type),
-            },
-            "response": response,
-        }
-        secrets = collect_secrets(info.headers, info.query)
-        entry = redact_entry(entry, secrets)
-        if self.redact is None:
-            return entry
-        before = copy.deepcopy(entry)
-        scrubbed = self.redact(entry)  # returns the entry, or None if it edited in place
-        entry = entry if scrubbed is None else scrubbed
-        learn_hook_edits(before, entry, self.hook_edits)  # runs/ shows what the cassette does
-        return redact_entry(entry, secrets)  # the hook may not reintroduce a secret
-
-    def _write_failed(self, exc: Exception) -> None:
-        """A response could not be written: handed on anyway, ``exc`` raised at exit.
-
-        See ``_exceptions``: raised inside a transport, it would be retried.
-        """
-        with self._lock:
-            if not self._write_errors:
-                exc.add_note(
-                    "ghostrun: raised when the session closed. The response was handed on "
-                    "to the code under test unrecorded, so that no SDK retried the request."
-                )
-            self._write_errors.append(exc)
-
-    def forbid(self, what: str) -> CacheMiss:
-        """A miss for traffic that cannot be recorded at all, refused in replay mode."""
-        miss = CacheMiss(
-            f"ghostrun: replay mode never touches the network, and {what} cannot be "
-            f"recorded or replayed (session {self.name or '(unnamed)'}). Run this test "
-            "with GHOSTRUN_MODE=auto against the real provider, or keep it out of replay."
-        )
-        return self.book(miss)
-
-    def book(self, miss: CacheMiss) -> CacheMiss:
-        """Count a miss raised here; one the code under test swallows is raised at exit."""
-        self.misses.append(miss)
-        self._unraised.append(miss)
-        return miss
-
-    def _miss(self, info: RequestInfo) -> CacheMiss:
-        request_secrets(info)  # remembered: the message, and run logs, are scrubbed of them
-        message = describe_miss(info, self, self._ignore)
-        return self.book(CacheMiss(scrub_text(message, edits=self.hook_edits)))
+        return Session(**self._deck.arguments._asdict())
 
 
 session = Session
 """``ghostrun.session(...)``: the spelling the docs use for `Session`."""
+
+
+def _strings(items: Iterable[str]) -> tuple[str, ...]:
+    """An argument that takes several strings, or one."""
+    return (items,) if isinstance(items, str) else tuple(items)
 
 
 def _without_last(stack: tuple[Session, ...], item: Session) -> tuple[Session, ...]:
@@ -530,31 +250,3 @@ def _without_last(stack: tuple[Session, ...], item: Session) -> tuple[Session, .
         if stack[i] is item:
             return stack[:i] + stack[i + 1 :]
     return stack
-
-
-def _last_index(items: list[Any], item: Any) -> int:
-    return len(items) - 1 - items[::-1].index(item)
-
-
-def carries_miss(exc: BaseException | None) -> bool:
-    """Whether ``exc`` is a `CacheMiss`, or a group holding one."""
-    if exc is None:
-        return False
-    if isinstance(exc, CacheMiss):
-        return True
-    if isinstance(exc, BaseExceptionGroup):
-        return exc.subgroup(CacheMiss) is not None
-    return False
-
-
-def _content_type(headers: Iterable[tuple[str, str]]) -> str:
-    for name, value in headers:
-        if name.lower() == "content-type":
-            return value
-    return ""
-
-
-def current_test_id() -> str | None:
-    """The running pytest test's id, from the variable pytest sets for it."""
-    current = os.environ.get("PYTEST_CURRENT_TEST")
-    return current.rsplit(" (", 1)[0] if current else None
