@@ -50,6 +50,25 @@ def test_public_names_report_ghostrun_as_their_module() -> None:
     assert str(ghostrun.CacheMiss) == "<class 'ghostrun.CacheMiss'>"
 
 
+def test_a_session_shows_what_users_read_and_nothing_of_the_engine() -> None:
+    """Its arguments as resolved and its results; deciding and writing are the engine's."""
+    shown = {name for name in dir(ghostrun.Session) if not name.startswith("_")}
+    assert shown == {
+        "block_network",
+        "cassette_dir",
+        "hosts",
+        "ignore_fields",
+        "ignore_urls",
+        "misses",
+        "mode",
+        "name",
+        "passed_through",
+        "recorded",
+        "redact",
+        "replayed",
+    }
+
+
 def test_the_package_is_typed() -> None:
     """A ``py.typed`` marker ships with the package, so type checkers read its hints."""
     from importlib.resources import files
