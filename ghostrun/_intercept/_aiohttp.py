@@ -167,16 +167,16 @@ class Middleware:
 
     async def __call__(self, req: Any, handler: Any) -> Any:
         url = req.url
-        session = route(url.host or "", url.explicit_port, url)
-        if session is None:
+        deck = route(url.host or "", url.explicit_port, url)
+        if deck is None:
             return await handler(req)
         # an upgrade not made by the WebSocket road (``_aiohttp_ws`` records its own, inside
         # bypass_interception, so it never gets here): not an exchange to record
         if "upgrade" in req.headers:
-            if session.mode is Mode.REPLAY:
-                raise session.forbid(f"a WebSocket connection to {url}")
+            if deck.mode is Mode.REPLAY:
+                raise deck.forbid(f"a WebSocket connection to {url}")
             return await handler(req)
-        exchange = Exchange(session, *_describe(req), await _body_of(req))
+        exchange = Exchange(deck, *_describe(req), await _body_of(req))
         recording = exchange.replay()
         if recording is not None:
             return self.kit.replayed(req, recording)

@@ -119,14 +119,14 @@ def installed() -> bool:
     return _installed.count > 0
 
 
-def session_entered(session: Deck) -> None:
+def session_entered(deck: Deck) -> None:
     """A session in replay holds the guard installed while it is open (a `Deck` subscriber)."""
-    if session.mode is Mode.REPLAY:
+    if deck.mode is Mode.REPLAY:
         acquire()
 
 
-def session_exited(session: Deck) -> None:
-    if session.mode is Mode.REPLAY:
+def session_exited(deck: Deck) -> None:
+    if deck.mode is Mode.REPLAY:
         release()
 
 
@@ -319,20 +319,20 @@ def check(host: Any, port: Any, action: str) -> None:
     """Raise `CacheMiss` if the guard refuses ``action`` on ``host``; cheap when it allows."""
     if _bypass.get():
         return
-    session = current_deck()
-    if session is not None:
-        if session.mode is not Mode.REPLAY:
+    deck = current_deck()
+    if deck is not None:
+        if deck.mode is not Mode.REPLAY:
             return
-        matcher, block = session.matcher, session.block_network
+        matcher, block = deck.matcher, deck.block_network
     elif suite_mode() is Mode.REPLAY:
         matcher, block = _suite_matcher(), block_network_default()
     else:
         return
     name, number = _text(host), _port(port)
     if matcher(name, number):
-        raise _refuse(session, _provider_miss(session, name, number, action))
+        raise _refuse(deck, _provider_miss(deck, name, number, action))
     if block and not is_loopback(name):
-        raise _refuse(session, _blocked_miss(session, name, number, action))
+        raise _refuse(deck, _blocked_miss(deck, name, number, action))
 
 
 def is_loopback(host: str) -> bool:
@@ -377,14 +377,14 @@ def _port(port: Any) -> int | None:
 # -- the refusal ---------------------------------------------------------------------
 
 
-def _refuse(session: Deck | None, message: str) -> CacheMiss:
+def _refuse(deck: Deck | None, message: str) -> CacheMiss:
     miss = CacheMiss(message)
-    if session is not None:
-        session.book(miss)
+    if deck is not None:
+        deck.book(miss)
     return miss
 
 
-def _provider_miss(session: Deck | None, host: str, port: int | None, action: str) -> str:
+def _provider_miss(deck: Deck | None, host: str, port: int | None, action: str) -> str:
     where = _address(host, port)
     why = (
         "a provider host (ghostrun.PROVIDER_HOSTS)"
@@ -394,7 +394,7 @@ def _provider_miss(session: Deck | None, host: str, port: int | None, action: st
     return "\n".join(
         [
             f"ghostrun: replay mode never touches the network, and {_caller()} tried to "
-            f"{action} {where}, {why}, {_governed(session)}.",
+            f"{action} {where}, {why}, {_governed(deck)}.",
             "  Only requests sent through a road ghostrun intercepts are replayed (the README's "
             '"The roads we intercept"); this one went around them, so it was refused before '
             "any byte was sent.",
@@ -404,30 +404,30 @@ def _provider_miss(session: Deck | None, host: str, port: int | None, action: st
     )
 
 
-def _blocked_miss(session: Deck | None, host: str, port: int | None, action: str) -> str:
+def _blocked_miss(deck: Deck | None, host: str, port: int | None, action: str) -> str:
     source = (
         "this session's block_network=True"
-        if session is not None and session.arguments.block_network
+        if deck is not None and deck.arguments.block_network
         else "GHOSTRUN_BLOCK_NETWORK=1 or --ghostrun-block-network"
     )
     return "\n".join(
         [
             f"ghostrun: block_network is on ({source}), so in replay mode only loopback "
             f"(127.0.0.0/8, ::1, localhost) may be reached, and {_caller()} tried to {action} "
-            f"{_address(host, port)}, {_governed(session)}.",
+            f"{_address(host, port)}, {_governed(deck)}.",
             "  To allow it, pass block_network=False to the session this code runs in, or run "
             "without GHOSTRUN_BLOCK_NETWORK / --ghostrun-block-network; or serve it on loopback.",
         ]
     )
 
 
-def _governed(session: Deck | None) -> str:
-    if session is None:
+def _governed(deck: Deck | None) -> str:
+    if deck is None:
         return (
             "outside any session, with the suite-wide mode replay "
             "(GHOSTRUN_MODE=replay or --ghostrun-replay)"
         )
-    return f"in session {session.name or '(unnamed)'}"
+    return f"in session {deck.name or '(unnamed)'}"
 
 
 def _address(host: str, port: int | None) -> str:

@@ -156,10 +156,10 @@ def _adapters() -> list[Adapter]:
     return adapters
 
 
-def session_entered(session: Deck) -> None:
+def session_entered(deck: Deck) -> None:
     """Every open session holds the roads installed (a `Deck` subscriber)."""
     acquire()
 
 
-def session_exited(session: Deck) -> None:
+def session_exited(deck: Deck) -> None:
     release()

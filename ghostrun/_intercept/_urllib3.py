@@ -125,12 +125,12 @@ def _hook(
         **kw: Any,
     ) -> Any:
         target = _target(self, url)
-        session = route(target[1], target[2], _Url(target))
-        if session is None:
+        deck = route(target[1], target[2], _Url(target))
+        if deck is None:
             return send(self, conn, method, url, body, headers, **kw)
         data = _body_bytes(body)
         pairs = _pairs(self.headers if headers is None else headers)
-        exchange = Exchange(session, method, target, pairs, data)
+        exchange = Exchange(deck, method, target, pairs, data)
         reply = _Reply(urllib3, self, method, url, kw)
         recording = exchange.replay()
         if recording is not None:
