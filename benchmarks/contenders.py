@@ -65,7 +65,7 @@ def _payload(path: str) -> tuple[int, list[tuple[str, str]], bytes, list[bytes] 
     return data["status"], headers, data["body"].encode("latin-1"), chunks
 
 
-def _prebuilt(lib: Any, path: str) -> Any:
+def prebuilt(lib: Any, path: str) -> Any:
     """A function building the prebuilt response, as cheaply as the library allows."""
     status, headers, body, chunks = _payload(path)
 
@@ -78,7 +78,7 @@ def _prebuilt(lib: Any, path: str) -> Any:
     return lambda request: lib.Response(status, headers=headers, stream=Chunks())
 
 
-def _contender(spec: dict[str, Any], openai: Any, lib: Any) -> tuple[Any, Any]:
+def contender(spec: dict[str, Any], openai: Any, lib: Any) -> tuple[Any, Any]:
     """(client, opener): ``opener()`` is the context the calls run in.
 
     Replayers get the floor's very client, its MockTransport raising if ever
@@ -93,7 +93,7 @@ def _contender(spec: dict[str, Any], openai: Any, lib: Any) -> tuple[Any, Any]:
         return _client(openai, base_url, lib.Client(transport=lib.MockTransport(handler)))
 
     if name == "floor":
-        return mocked(_prebuilt(lib, spec["payload"])), contextlib.nullcontext
+        return mocked(prebuilt(lib, spec["payload"])), contextlib.nullcontext
     if name == "ghostrun":
         import ghostrun
 
@@ -114,9 +114,7 @@ def _contender(spec: dict[str, Any], openai: Any, lib: Any) -> tuple[Any, Any]:
         import respx
 
         router = respx.mock(assert_all_called=False)
-        router.post(base_url + "/chat/completions").mock(
-            side_effect=_prebuilt(lib, spec["payload"])
-        )
+        router.post(base_url + "/chat/completions").mock(side_effect=prebuilt(lib, spec["payload"]))
         return _client(openai, base_url), lambda: router
     if name == "plain":
         return _client(openai, base_url), contextlib.nullcontext
@@ -130,7 +128,7 @@ def _unreachable(request: Any) -> Any:
 # -- the calls ---------------------------------------------------------------------
 
 
-def _chat(client: Any, prompts: list[str]) -> int:
+def chat(client: Any, prompts: list[str]) -> int:
     """Non-streaming completions; returns how many answers were not the prompt's own."""
     create = client.chat.completions.create
     wrong = 0
@@ -168,12 +166,12 @@ def _timed(
     if warm:
         with opener():
             run(warm)
-    results = [_one_pass(opener, run, prompts) for _ in range(max(1, passes))]
+    results = [one_pass(opener, run, prompts) for _ in range(max(1, passes))]
     best = min(results, key=lambda r: r["cpu_seconds"])
     return {**best, "passes": results}
 
 
-def _one_pass(opener: Any, run: Any, prompts: list[str]) -> dict[str, Any]:
+def one_pass(opener: Any, run: Any, prompts: list[str]) -> dict[str, Any]:
     t0 = time.perf_counter()
     context = opener()
     context.__enter__()
@@ -198,16 +196,16 @@ def _one_pass(opener: Any, run: Any, prompts: list[str]) -> dict[str, Any]:
 def w1(spec: dict[str, Any]) -> dict[str, Any]:
     """W1: non-streaming chat completions, each with a distinct prompt, replayed."""
     openai, lib = _sdk(spec)
-    client, opener = _contender(spec, openai, lib)
+    client, opener = contender(spec, openai, lib)
     prompts = [wl.w1_prompt(i) for i in range(spec["n"])]
     prompts = prompts[: spec.get("limit", len(prompts)) : spec.get("sample", 1)]
-    return _timed(opener, lambda p: _chat(client, p), prompts, prompts[:1], spec["passes"])
+    return _timed(opener, lambda p: chat(client, p), prompts, prompts[:1], spec["passes"])
 
 
 def w2(spec: dict[str, Any]) -> dict[str, Any]:
     """W2: streaming chat completions, every chunk consumed, replayed."""
     openai, lib = _sdk(spec)
-    client, opener = _contender(spec, openai, lib)
+    client, opener = contender(spec, openai, lib)
     prompts = [wl.w2_prompt(i) for i in range(spec["n"])]
     return _timed(opener, lambda p: _stream(client, p), prompts, prompts[:1], spec["passes"])
 
@@ -225,7 +223,7 @@ def w3(spec: dict[str, Any]) -> dict[str, Any]:
 
     openai, lib = _sdk(spec)
     cpu_sdk = time.process_time()  # what follows is all that differs between contenders
-    client, opener = _contender(spec, openai, lib)
+    client, opener = contender(spec, openai, lib)
     prompt = wl.w1_prompt(0)
     with opener():
         reply = client.chat.completions.create(
@@ -251,7 +249,7 @@ def w4(spec: dict[str, Any]) -> dict[str, Any]:
     so every pass writes 2,000 new files, as a first recording does.
     """
     openai, lib = _sdk(spec)
-    client, opener = _contender(spec, openai, lib)
+    client, opener = contender(spec, openai, lib)
     prompts = [wl.w1_prompt(i) for i in range(spec["n"])]
     if spec["contender"] == "ghostrun":
         directories = iter(
@@ -264,7 +262,7 @@ def w4(spec: dict[str, Any]) -> dict[str, Any]:
             spec["cassettes"] = next(directories)
             return record_into_next()
 
-    result = _timed(opener, lambda p: _chat(client, p), prompts, prompts[:1], spec["passes"])
+    result = _timed(opener, lambda p: chat(client, p), prompts, prompts[:1], spec["passes"])
     result["calls_total"] = 1 + len(prompts) * max(1, spec["passes"])  # all the simulator served
     return result
 

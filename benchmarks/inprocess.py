@@ -1,18 +1,21 @@
-"""W1 in one process: floor and ghostrun replay in alternating blocks, paired ratios.
+"""W1 in one process: the floor, ghostrun replay and respx in turns of blocks, paired ratios.
 
     python benchmarks/inprocess.py                 # openai 3.x on httpx2
-    python benchmarks/inprocess.py --lane httpx    # openai 2.x on httpx (run.py installs it)
+    python benchmarks/inprocess.py --lane httpx    # openai 2.x on httpx, with respx
     python benchmarks/inprocess.py --anatomy       # also: what each step of a replay costs
 
-A second view of W1's hot path, finer than ``run.py`` can be on a noisy shared
-machine. ``run.py`` times each contender in processes of its own, as issue 8
-asks; but this machine's speed drifts by a third from one few-second window to
-the next, so fresh-process medians scatter by about ±10 % between full runs.
-Here the contenders run in one process, in blocks of calls taken in turn
-(floor, ghostrun, floor, ghostrun ...), each block with prompts and cassettes
-of its own; the ratio of each block to the floor block of the same round
-shares the machine's state, and their median is stable to a percent or two.
-The SDK, the client and the responses are those of ``run.py``.
+W1's headline: ``run.py`` runs this once per lane (a child process each: the
+lanes need different openai versions) and prints its table first. Fresh
+processes cannot show a 5 % difference on this shared machine, whose speed
+drifts by a third from one few-second window to the next: their W1 ratios
+scatter from 0.8x to 1.6x between runs. Here the contenders run in one
+process, in blocks of calls taken in turn, the order rotating every round
+(floor, ghostrun, respx; ghostrun, respx, floor; ...), each ghostrun block
+replaying prompts and cassettes of its own. A block and the other blocks of
+its round share the machine's state, so the median over the rounds of their
+ratio is stable to a percent or two. The contenders themselves (clients,
+responses, sessions, respx's route) are built by ``contenders.py``, from data
+recorded by ``prepare.py``: the same as in ``run.py``'s fresh processes.
 
 ``--anatomy`` adds contenders that do only the first steps of a replay, with
 ghostrun's own functions, inside a ghostrun session, and then hand the SDK the
@@ -27,106 +30,18 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
-import os
-import statistics
+import json
 import sys
 import tempfile
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent / "tests"))
 
 import workloads as wl  # noqa: E402
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--lane", default="httpx2", choices=["httpx2", "httpx"])
-    parser.add_argument("--blocks", type=int, default=30, help="rounds of blocks (30)")
-    parser.add_argument("--calls", type=int, default=200, help="calls per block (200)")
-    parser.add_argument("--anatomy", action="store_true", help="time each step of a replay")
-    args = parser.parse_args()
-    if args.lane == "httpx":
-        from run import OPENAI2_DIR, ensure_openai2
-
-        if ensure_openai2() is None:
-            raise SystemExit("no openai 2.x for the httpx lane")
-        sys.path.insert(0, str(OPENAI2_DIR))
-
-    import openai
-    from simulator import ProviderSimulator
-
-    import ghostrun
-
-    lib = importlib.import_module(args.lane)
-    names = ["floor", *(STEPS if args.anatomy else ()), "ghostrun replay"]
-    prompts = [wl.w1_prompt(i) for i in range(args.blocks * args.calls * (len(names) - 1))]
-    cassettes = tempfile.mkdtemp(prefix="ghostrun-inprocess-")
-    with ProviderSimulator() as sim:
-        base_url = sim.base_url + "/v1"
-        live = openai.OpenAI(base_url=base_url, api_key=wl.API_KEY, max_retries=0)
-        with ghostrun.session(mode="record", cassette_dir=cassettes, hosts=wl.LOOPBACK):
-            _chat(live, prompts[:1])  # the floor's response: a recorded one, as in run.py
-            floor_response = _read_response(cassettes)
-            _chat(live, prompts[1:])
-
-    headers, body = floor_response
-
-    def prebuilt(request: Any) -> Any:
-        return lib.Response(200, headers=headers, stream=lib.ByteStream(body))
-
-    def unreachable(request: Any) -> Any:
-        raise AssertionError(f"{request.url} reached the mock transport: not intercepted")
-
-    def client(handler: Any) -> Any:
-        http = lib.Client(transport=lib.MockTransport(handler))
-        return openai.OpenAI(base_url=base_url, api_key=wl.API_KEY, max_retries=0, http_client=http)
-
-    floor, replaying = client(prebuilt), client(unreachable)
-    steps = _steps(lib, prebuilt) if args.anatomy else {}
-
-    def run_block(name: str, batch: list[str]) -> float:
-        """CPU seconds per call for one block of ``name``."""
-        if name == "floor":
-            t0 = time.process_time()
-            _chat(floor, batch)
-            return (time.process_time() - t0) / len(batch)
-        step = steps[name]() if name in steps else contextlib.nullcontext()
-        with step, ghostrun.session(mode="replay", cassette_dir=cassettes, hosts=wl.LOOPBACK):
-            t0 = time.process_time()
-            wrong = _chat(replaying, batch)
-            seconds = time.process_time() - t0
-        if wrong and name == "ghostrun replay":
-            raise SystemExit(f"ghostrun replayed {wrong} wrong answers")
-        return seconds / len(batch)
-
-    warm = prompts[: min(20, args.calls)]
-    for name in names:
-        run_block(name, warm)
-
-    cpu: dict[str, list[float]] = {name: [] for name in names}
-    batches = iter(range(0, len(prompts), args.calls))
-    for _ in range(args.blocks):
-        for name in names:
-            start = 0 if name == "floor" else next(batches)  # the floor needs no cassette
-            cpu[name].append(run_block(name, prompts[start : start + args.calls]))
-
-    print(f"openai {openai.__version__} on {args.lane}, {args.blocks} rounds of {args.calls} calls")
-    floor_cpu = cpu["floor"]
-    for name in names:
-        ratios = [g / f for g, f in zip(cpu[name], floor_cpu, strict=True)]
-        extra = statistics.median(g - f for g, f in zip(cpu[name], floor_cpu, strict=True))
-        quartiles = statistics.quantiles(ratios, n=4)
-        print(
-            f"  {name:32s} {statistics.median(cpu[name]) * 1e6:6.0f} µs CPU per call  "
-            f"{statistics.median(ratios):.3f}x floor ({quartiles[0]:.3f} - {quartiles[2]:.3f})  "
-            f"{extra * 1e6:+5.0f} µs per call"
-        )
-
+from run import OPENAI2_DIR, ensure_openai2, render_inprocess  # noqa: E402
 
 STEPS = (
     "interception only",
@@ -136,7 +51,70 @@ STEPS = (
 )
 
 
-def _steps(lib: Any, prebuilt: Callable[[Any], Any]) -> dict[str, Callable[[], Any]]:
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--lane", default="httpx2", choices=["httpx2", "httpx"])
+    parser.add_argument("--blocks", type=int, default=30, help="rounds of blocks (30)")
+    parser.add_argument("--calls", type=int, default=200, help="calls per block (200)")
+    parser.add_argument("--anatomy", action="store_true", help="time each step of a replay")
+    parser.add_argument("--no-peers", action="store_true", help="no respx (httpx lane)")
+    parser.add_argument("--json", action="store_true", help="print the results as one JSON line")
+    args = parser.parse_args()
+    if args.lane == "httpx" and str(OPENAI2_DIR) not in sys.path:  # run.py's children have it
+        if ensure_openai2() is None:
+            raise SystemExit("no openai 2.x for the httpx lane")
+        sys.path.insert(0, str(OPENAI2_DIR))
+    result = measure(args.lane, args.blocks, args.calls, args.anatomy, peers=not args.no_peers)
+    print(json.dumps(result) if args.json else "\n".join(render_inprocess(result)))
+
+
+def measure(lane: str, blocks: int, calls: int, anatomy: bool, peers: bool) -> dict[str, Any]:
+    """Every contender's CPU seconds per call, block by block, with the round each ran in."""
+    import openai
+    from contenders import chat, contender, one_pass, prebuilt
+    from prepare import record
+    from simulator import ProviderSimulator
+
+    lib = importlib.import_module(lane)
+    replayers = [*(STEPS if anatomy else ()), "ghostrun"]
+    names = ["floor", *replayers, *(["respx"] if peers and lane == "httpx" else [])]
+    with tempfile.TemporaryDirectory(prefix="ghostrun-inprocess-") as data:
+        with ProviderSimulator() as sim:
+            base_url = sim.base_url + "/v1"
+            live = openai.OpenAI(base_url=base_url, api_key=wl.API_KEY, max_retries=0)
+            record(live, Path(data), blocks * calls * len(replayers), wl.w1_prompt, False, False)
+        spec = {"workload": "w1", "base_url": base_url, "payload": f"{data}/payload.json"}
+        spec["cassettes"] = f"{data}/ghostrun"
+        made = {n: contender({**spec, "contender": n}, openai, lib) for n in ("floor", "ghostrun")}
+        if "respx" in names:
+            made["respx"] = contender({**spec, "contender": "respx"}, openai, lib)
+        if anatomy:
+            replaying, session = made["ghostrun"]
+            steps = _steps(lib, prebuilt(lib, spec["payload"]), session)
+            made.update((name, (replaying, step)) for name, step in steps.items())
+        runs: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
+        prompts = [wl.w1_prompt(i) for i in range(blocks * calls * len(replayers))]
+        for name in names:  # warm-up
+            client, opener = made[name]
+            one_pass(opener, lambda batch, c=client: chat(c, batch), prompts[: min(20, calls)])
+        for r in range(blocks):
+            start = r * len(replayers) * calls
+            own = {
+                n: prompts[start + j * calls : start + (j + 1) * calls]
+                for j, n in enumerate(replayers)
+            }
+            for name in names[r % len(names) :] + names[: r % len(names)]:
+                client, opener = made[name]
+                batch = own.get(name, own["ghostrun"])  # the floor and respx need no cassettes
+                one = one_pass(opener, lambda b, c=client: chat(c, b), batch)
+                cpu, wall = one["cpu_seconds"] / len(batch), one["seconds"] / len(batch)
+                run = {"rep": r, "cpu": cpu, "wall": wall, "calls": len(batch)}
+                runs[name].append({**run, "wrong": one["wrong"]})
+    label = f"openai {openai.__version__} on {lane}"
+    return {"lane": lane, "label": label, "blocks": blocks, "calls": calls, "runs": runs}
+
+
+def _steps(lib: Any, prebuilt: Callable[[Any], Any], session: Any) -> dict[str, Any]:
     """For each step, a context in which ghostrun's transport does only the work up to it."""
     import ghostrun._core._files as files
     import ghostrun._intercept._engine as engine
@@ -170,37 +148,18 @@ def _steps(lib: Any, prebuilt: Callable[[Any], Any]) -> dict[str, Callable[[], A
 
     def using(handler: Callable[[Any, Any], Any]) -> Callable[[], Any]:
         @contextlib.contextmanager
-        def patched() -> Any:
+        def patched() -> Iterator[None]:
             original = transport.handle_request
             transport.handle_request = handler
             try:
-                yield
+                with session():
+                    yield
             finally:
                 transport.handle_request = original
 
         return patched
 
     return {name: using(handler) for name, handler in handlers.items()}
-
-
-def _chat(client: Any, prompts: list[str]) -> int:
-    wrong = 0
-    for prompt in prompts:
-        reply = client.chat.completions.create(
-            model=wl.MODEL, messages=[{"role": "user", "content": prompt}]
-        )
-        wrong += reply.choices[0].message.content != wl.expected_reply(prompt)
-    return wrong
-
-
-def _read_response(cassettes: str) -> tuple[list[tuple[str, str]], bytes]:
-    from ghostrun._store._cassette import Cassette
-
-    (name,) = os.listdir(cassettes)
-    cassette = Cassette.load(os.path.join(cassettes, name))
-    assert cassette is not None
-    recording = cassette.response(0)
-    return recording.headers, recording.body
 
 
 if __name__ == "__main__":
