@@ -745,7 +745,9 @@ def main(argv: list[str] | None = None) -> int:
                 for k, v in lanes.items()
             },
             "titles": titles(sizes, lanes),
-            "inprocess": [{k: v for k, v in r.items() if k != "runs"} for r in inproc],
+            "inprocess": [
+                {k: v for k, v in r.items() if k not in ("runs", "spawned")} for r in inproc
+            ],
             "json": str(args.json),
             "elapsed_s": time.monotonic() - began,
         }
