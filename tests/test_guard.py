@@ -23,7 +23,7 @@ import pytest
 from simulator import ProviderSimulator
 
 import ghostrun
-from ghostrun._intercept import _guard
+from ghostrun._intercept import _guard, _patch
 from ghostrun._recording._session import bypass_interception
 
 pytest_plugins = ["pytester"]
@@ -426,7 +426,7 @@ def test_restoring_puts_back_the_exact_originals(cassette_dir: Any) -> None:
     after = originals()
     assert all(a is b for a, b in zip(after, before, strict=True))
     assert not _guard.installed()
-    assert not any(isinstance(f, _guard._Watcher) for f in sys.meta_path)
+    assert not any(isinstance(f, _patch.LateImports) for f in sys.meta_path)
 
 
 # -- outside sessions: the suite-wide mode -------------------------------------------

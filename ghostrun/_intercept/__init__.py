@@ -1,7 +1,8 @@
 """Interception: the roads to a provider (DESIGN §1), one module per road, and their engine.
 
     _engine       the one record/replay core every HTTP adapter drives (no HTTP library in it)
-    _patch        reference-counted install and restore, and the registry of roads
+    _patch        reference-counted install and restore (a library imported later: when it
+                  is), and the registry of roads
     _httpx        httpx and httpx2 (``Client._transport_for_url``)
     _aiohttp      aiohttp (a client middleware appended to every request)
     _urllib3      urllib3: requests, botocore/boto3 (``HTTPConnectionPool._make_request``)
@@ -17,8 +18,11 @@ Nothing here is imported by ``import ghostrun`` but `_patch` and `_guard`
 installs the roads, the last to close restores them); `_patch` imports each
 road's module when it installs it, and a road imports its HTTP library only in
 its adapter's ``check``/``install`` or the hooks they install, so
-``import ghostrun`` never loads an HTTP library. Sessions never import this
-folder.
+``import ghostrun`` never loads an HTTP library. Nor does opening a session: a
+road whose library is not imported yet is checked and installed the moment the
+library is imported (`_patch.LateImports`, which the guard uses too for
+``socket``, ``asyncio`` and ``grpc``), and restored with the others. Sessions
+never import this folder.
 
 May import: `_core`, `_wire`, `_secrets`, `_store`, `_recording`.
 """

@@ -22,8 +22,9 @@ recording and when replaying, also for a request made with
 middleware decodes it itself. That is a response any server may send (the
 identity encoding), so code that decodes by ``content-encoding`` reads it
 right; a cassette stores bodies decoded, so it is the one response replay can
-give back exactly. ``import ghostrun`` never imports aiohttp:
-`AiohttpAdapter.check` does, once a session opens.
+give back exactly. ``import ghostrun`` never imports aiohttp, nor does opening
+a session: `AiohttpAdapter.check` runs at the open if aiohttp is imported,
+else when it is.
 """
 
 from __future__ import annotations
@@ -55,6 +56,8 @@ def adapters() -> list[AiohttpAdapter]:
 
 class AiohttpAdapter:
     """Appends the record/replay middleware to every ``ClientSession`` request."""
+
+    waits_for = "aiohttp"
 
     def __init__(self) -> None:
         self.module: Any = None

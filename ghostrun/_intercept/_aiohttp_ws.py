@@ -44,6 +44,8 @@ def adapters() -> list[AiohttpWsAdapter]:
 class AiohttpWsAdapter:
     """Wraps ``ClientSession._ws_connect``."""
 
+    waits_for = "aiohttp"
+
     def __init__(self) -> None:
         self.module: Any = None
 

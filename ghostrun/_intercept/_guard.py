@@ -47,9 +47,9 @@ import functools
 import os
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from types import FrameType, ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._core._config import block_network_default, settings, suite_mode
 from .._core._exceptions import CacheMiss
@@ -57,10 +57,7 @@ from .._core._hosts import PROVIDER_HOSTS, HostMatcher, host_name
 from .._core._modes import Mode
 from .._recording._deck import Deck
 from .._recording._session import _bypass, current_deck
-from ._patch import Refcount, Restore, replace, restore_all
-
-if TYPE_CHECKING:
-    from importlib.machinery import ModuleSpec
+from ._patch import LateImports, Refcount, Restore, replace, restore_all
 
 __all__ = [
     "acquire",
@@ -95,7 +92,6 @@ _SERVICES = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 
 _lock = threading.RLock()
 _restorers: list[Restore] = []
-_pending: set[str] = set()  # hooked modules not imported yet, patched when they are
 _wrappers: dict[tuple[Any, str], tuple[Any, Any]] = {}  # (owner, attr): (original, wrapper)
 _providers = HostMatcher(PROVIDER_HOSTS)
 _suite_matchers: dict[tuple[str, ...], HostMatcher] = {}
@@ -137,43 +133,31 @@ def install_for_suite() -> None:
 
 
 def _install() -> None:
-    _pending.update(_HOOKED)
     for name in _HOOKED:
         module = sys.modules.get(name)
         if module is not None:
             _patch(name, module)
-    if _pending:
-        _watcher.add()
+    _late.watch(name for name in _HOOKED if name not in sys.modules)
 
 
 def _restore() -> None:
-    _pending.clear()
-    _watcher.remove()
+    _late.stop()
     restore_all(_restorers)
 
 
-_installed = Refcount(_install, _restore, _lock)
-
-
 def _patch(name: str, module: ModuleType) -> None:
-    """Hook one module, once per install (the watcher calls this too)."""
-    with _lock:
-        if name not in _pending:
-            return
-        _pending.discard(name)
-        if name == _SOCKET:
-            for attr in ("getaddrinfo", "gethostbyname", "gethostbyname_ex"):
-                _replace(module, attr, _guard_lookup)
-            for attr in ("connect", "connect_ex"):
-                _replace(module.socket, attr, _guard_connect)
-        elif name == _ASYNCIO:
-            _replace(module.BaseEventLoop, "getaddrinfo", _guard_loop_lookup)
-        else:
-            for owner in filter(None, (module, getattr(module, "aio", None))):
-                for attr in ("insecure_channel", "secure_channel"):
-                    _replace(owner, attr, _guard_channel)
-        if not _pending:
-            _watcher.remove()
+    """Hook one module: at install if it is imported, else when it is (`_late` calls this)."""
+    if name == _SOCKET:
+        for attr in ("getaddrinfo", "gethostbyname", "gethostbyname_ex"):
+            _replace(module, attr, _guard_lookup)
+        for attr in ("connect", "connect_ex"):
+            _replace(module.socket, attr, _guard_connect)
+    elif name == _ASYNCIO:
+        _replace(module.BaseEventLoop, "getaddrinfo", _guard_loop_lookup)
+    else:
+        for owner in filter(None, (module, getattr(module, "aio", None))):
+            for attr in ("insecure_channel", "secure_channel"):
+                _replace(owner, attr, _guard_channel)
 
 
 def _replace(owner: Any, attr: str, wrap: Callable[[Any], Any]) -> None:
@@ -184,56 +168,8 @@ def _replace(owner: Any, attr: str, wrap: Callable[[Any], Any]) -> None:
     _restorers.append(replace((owner, attr, made[1])))
 
 
-class _Watcher:
-    """A meta path finder: patches a hooked module the moment it is first imported.
-
-    Not an ``importlib.abc`` subclass: importing that would cost ``import ghostrun`` 5 ms.
-    """
-
-    def add(self) -> None:
-        if self not in sys.meta_path:
-            sys.meta_path.insert(0, self)
-
-    def remove(self) -> None:
-        if self in sys.meta_path:
-            sys.meta_path.remove(self)
-
-    def find_spec(
-        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
-    ) -> ModuleSpec | None:
-        if fullname not in _pending:
-            return None
-        for finder in sys.meta_path:
-            find = getattr(finder, "find_spec", None)
-            spec: ModuleSpec | None = (
-                None if finder is self or find is None else find(fullname, path, target)
-            )
-            if spec is not None and spec.loader is not None:
-                # A loader by duck type: the importlib.abc base class costs 5 ms to import.
-                spec.loader = _PatchAfterLoading(spec.loader, fullname)  # type: ignore[assignment]
-                return spec
-        return None
-
-
-class _PatchAfterLoading:
-    """Runs the module's own loader, puts that loader back, then hooks the module."""
-
-    def __init__(self, loader: Any, name: str) -> None:
-        self.loader, self.name = loader, name
-
-    def create_module(self, spec: ModuleSpec) -> ModuleType | None:
-        created: ModuleType | None = self.loader.create_module(spec)
-        return created
-
-    def exec_module(self, module: ModuleType) -> None:
-        self.loader.exec_module(module)
-        module.__loader__ = self.loader
-        if module.__spec__ is not None:
-            module.__spec__.loader = self.loader
-        _patch(self.name, module)
-
-
-_watcher = _Watcher()
+_late = LateImports(_patch, _lock)  # hooked modules not imported yet are patched when they are
+_installed = Refcount(_install, _restore, _lock)
 
 
 # -- the hooks -----------------------------------------------------------------------

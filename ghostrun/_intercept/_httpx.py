@@ -37,7 +37,7 @@ class HttpxFamilyAdapter:
     """Wraps ``Client._transport_for_url`` and ``AsyncClient._transport_for_url``."""
 
     def __init__(self, module_name: str) -> None:
-        self.module_name = module_name
+        self.module_name = self.waits_for = module_name
         self.module: Any = None
 
     def check(self) -> bool:

@@ -20,17 +20,22 @@ which sets attributes and returns the function that puts back what was there.
 from __future__ import annotations
 
 import importlib
+import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from importlib.machinery import ModuleSpec
+
     from .._recording._deck import Deck
 
 __all__ = [
     "ROADS",
     "Adapter",
+    "LateImports",
     "Refcount",
     "Restore",
     "acquire",
@@ -55,6 +60,9 @@ Restore = Callable[[], None]
 
 
 class Adapter(Protocol):
+    waits_for: str
+    """The module whose import the adapter waits for if it is not imported yet."""
+
     def check(self) -> bool:
         """True if the library is installed and patchable; raise if it is installed but not."""
 
@@ -121,22 +129,129 @@ def restore_all(restorers: list[Restore]) -> None:
 _ABSENT: Any = object()
 
 
+class LateImports:
+    """Calls ``loaded(name, module)`` the moment a watched module is first imported.
+
+    A meta path finder, first on ``sys.meta_path`` while any name is watched:
+    for a watched name it wraps the loader found by the finders behind it, so
+    ``loaded`` runs right after the module's own code, before the import
+    returns. ``loaded`` runs under ``lock`` (an ``RLock``: the installer that
+    watches takes it too); once it returns the name is no longer watched, so a
+    ``loaded`` that raises makes that import fail, and every retry of it. The
+    instances watch disjoint names (the guard's, the roads'). Not an
+    ``importlib.abc`` subclass: importing that would cost ``import ghostrun`` 5 ms.
+    """
+
+    def __init__(
+        self, loaded: Callable[[str, ModuleType], None], lock: AbstractContextManager[Any]
+    ) -> None:
+        self._loaded, self._lock = loaded, lock
+        self.pending: set[str] = set()
+
+    def watch(self, names: Iterable[str]) -> None:
+        """Watch ``names`` (modules not imported yet) until they are imported or `stop`."""
+        with self._lock:
+            self.pending.update(names)
+            if self.pending and self not in sys.meta_path:
+                sys.meta_path.insert(0, self)
+
+    def stop(self) -> None:
+        with self._lock:
+            self.pending.clear()
+            if self in sys.meta_path:
+                sys.meta_path.remove(self)
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
+        if fullname not in self.pending:
+            return None
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            spec: ModuleSpec | None = (
+                None
+                if isinstance(finder, LateImports) or find is None
+                else find(fullname, path, target)
+            )
+            if spec is not None and spec.loader is not None:
+                # A loader by duck type: the importlib.abc base class costs 5 ms to import.
+                spec.loader = _CallAfterLoading(spec.loader, self, fullname)  # type: ignore[assignment]
+                return spec
+        return None
+
+    def imported(self, name: str, module: ModuleType) -> None:
+        """The module ``name`` has just run its code: call ``loaded`` if still watched."""
+        with self._lock:
+            if name not in self.pending:
+                return  # stopped (the last release) while it was importing
+            self._loaded(name, module)
+            self.pending.discard(name)
+            if not self.pending:
+                self.stop()
+
+
+class _CallAfterLoading:
+    """Runs the module's own loader, puts that loader back, then tells the watcher."""
+
+    def __init__(self, loader: Any, watcher: LateImports, name: str) -> None:
+        self.loader, self.watcher, self.name = loader, watcher, name
+
+    def create_module(self, spec: ModuleSpec) -> ModuleType | None:
+        created: ModuleType | None = self.loader.create_module(spec)
+        return created
+
+    def exec_module(self, module: ModuleType) -> None:
+        self.loader.exec_module(module)
+        module.__loader__ = self.loader
+        if module.__spec__ is not None:
+            module.__spec__.loader = self.loader
+        self.watcher.imported(self.name, module)
+
+
 # -- the roads ------------------------------------------------------------------------
 
+_lock = threading.RLock()
 _restorers: list[Restore] = []
+_waiting: dict[str, list[Adapter]] = {}  # module not imported yet: the adapters waiting for it
 
 
 def _install_all() -> None:
-    ready = [adapter for adapter in _adapters() if adapter.check()]
+    waiting: dict[str, list[Adapter]] = {}
+    for adapter in _adapters():
+        waiting.setdefault(adapter.waits_for, []).append(adapter)
+    imported = [name for name in waiting if name in sys.modules]
+    _restorers.extend(_install([a for name in imported for a in waiting.pop(name)]))
+    _waiting.update(waiting)
+    _late.watch(waiting)
+
+
+def _install(adapters: list[Adapter]) -> list[Restore]:
+    """Check them all, then install the ready ones; on an error none stays installed."""
+    ready = [adapter for adapter in adapters if adapter.check()]
+    installed: list[Restore] = []
     try:
         for adapter in ready:
-            _restorers.append(adapter.install())
+            installed.append(adapter.install())
     except BaseException:
-        restore_all(_restorers)
+        restore_all(installed)
         raise
+    return installed
 
 
-_roads = Refcount(_install_all, lambda: restore_all(_restorers), threading.Lock())
+def _imported_late(name: str, module: ModuleType) -> None:
+    """A library the roads wait for was just imported: its adapters check and install now."""
+    _restorers.extend(_install(_waiting[name]))
+    del _waiting[name]
+
+
+def _restore_all() -> None:
+    _late.stop()
+    _waiting.clear()
+    restore_all(_restorers)
+
+
+_late = LateImports(_imported_late, _lock)
+_roads = Refcount(_install_all, _restore_all, _lock)
 
 
 def acquire() -> None:

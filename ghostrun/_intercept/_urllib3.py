@@ -20,7 +20,8 @@ connection does. When recording, that wire is fed from the live response as
 the caller reads it, each chunk taped for the cassette: what the caller gets
 when recording is what it gets in replay. Bodies are handed on decoded (no
 ``content-encoding``), as the cassette stores them.
-``import ghostrun`` never imports urllib3: `Urllib3Adapter.check` does.
+``import ghostrun`` never imports urllib3, nor does opening a session:
+`Urllib3Adapter.check` runs at the open if urllib3 is imported, else when it is.
 """
 
 from __future__ import annotations
@@ -61,6 +62,8 @@ def adapters() -> list[Urllib3Adapter]:
 
 class Urllib3Adapter:
     """Wraps ``HTTPConnectionPool._make_request``, where every urllib3 request is sent."""
+
+    waits_for = "urllib3"
 
     def __init__(self) -> None:
         self.module: Any = None

@@ -44,7 +44,13 @@ def adapters() -> list[WebsocketsAdapter]:
 
 
 class WebsocketsAdapter:
-    """Wraps the sync ``connect`` function and the asyncio ``connect.__await_impl__``."""
+    """Wraps the sync ``connect`` function and the asyncio ``connect.__await_impl__``.
+
+    It waits for the package: every import of a client module imports it first,
+    and `check` then imports both clients.
+    """
+
+    waits_for = "websockets"
 
     def __init__(self) -> None:
         self.sync: Any = None
