@@ -1,0 +1,174 @@
+"""Roads whose library is imported only after the first session opened (DESIGN §1).
+
+Opening a session imports no HTTP library: a road whose library is not
+imported yet is patched the moment the library is imported while the roads
+are installed, and the last session to close restores it with the others.
+Each case runs in a fresh interpreter, since this process's import state is
+the whole suite's (every library here is long imported).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import httpx
+import pytest
+import requests
+
+import ghostrun
+from tests.simulator import ProviderSimulator
+
+LIBRARIES = ("httpx", "httpx2", "aiohttp", "urllib3", "websockets", "requests")
+BODY = {"model": "m", "messages": [{"role": "user", "content": "imported late"}]}
+
+AIOHTTP_POST = """
+async def post():
+    async with aiohttp.ClientSession() as client:
+        async with client.post(URL, json=BODY) as response:
+            return await response.text()
+"""
+
+# library: (the import, the call returning the body's text, the hooked class, its attribute)
+ROADS: dict[str, tuple[str, str, str, str]] = {
+    "httpx": (
+        "import httpx",
+        "httpx.post(URL, json=BODY).text",
+        "httpx.Client",
+        "_transport_for_url",
+    ),
+    "requests": (
+        "import requests, urllib3",
+        "requests.post(URL, json=BODY).text",
+        "urllib3.connectionpool.HTTPConnectionPool",
+        "_make_request",
+    ),
+    "aiohttp": (
+        "import asyncio, aiohttp" + AIOHTTP_POST,
+        "asyncio.run(post())",
+        "aiohttp.ClientSession",
+        "_request",
+    ),
+}
+
+LATE = """
+import json, sys
+import ghostrun
+URL, BODY, HOSTS, CASSETTES = {url!r}, {body!r}, {hosts!r}, {cassettes!r}
+with ghostrun.session(mode="replay", cassette_dir=CASSETTES, hosts=HOSTS, name="late") as s:
+    imported_at_open = {library!r} in sys.modules
+{imports}
+    text = {call}
+    hooked = {owner}.__dict__[{attr!r}]
+    replayed = s.replayed
+original = {owner}.__dict__[{attr!r}]
+print(json.dumps({{
+    "imported_at_open": imported_at_open,
+    "text": text,
+    "replayed": replayed,
+    "hooked": hooked is not original,
+    "restored": getattr(hooked, "__wrapped__", None) is original,
+}}))
+"""
+
+
+def run(code: str) -> Any:
+    """Run ``code`` in a fresh interpreter outside any suite-wide mode; its last line's JSON."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GHOSTRUN_", "PYTEST_"))}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_opening_a_session_imports_no_http_library() -> None:
+    code = (
+        "import json, sys, ghostrun\n"
+        f"libraries = {LIBRARIES!r}\n"
+        "before = [m for m in libraries if m in sys.modules]\n"
+        "with ghostrun.session(mode='replay'):\n"
+        "    opened = [m for m in libraries if m in sys.modules]\n"
+        "print(json.dumps([before, opened]))\n"
+    )
+    assert run(code) == [[], []]
+
+
+def record(library: str, url: str) -> str:
+    """The call, made here through ``library`` (imported long ago) and recorded live."""
+    if library == "httpx":
+        return httpx.post(url, json=BODY).text
+    if library == "requests":
+        return requests.post(url, json=BODY).text
+
+    async def post() -> str:
+        async with aiohttp.ClientSession() as client, client.post(url, json=BODY) as response:
+            return await response.text()
+
+    return asyncio.run(post())
+
+
+@pytest.mark.parametrize("library", sorted(ROADS))
+def test_a_library_imported_inside_a_session_is_replayed_and_restored_at_close(
+    library: str, provider: ProviderSimulator, cassette_dir: Path
+) -> None:
+    url, hosts = provider.url("/v1/chat/completions"), [provider.base_url]
+    with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=hosts, name="late"):
+        live = record(library, url)
+    served = provider.served
+    assert served == 1
+
+    imports, call, owner, attr = ROADS[library]
+    indented = "\n".join("    " + line for line in imports.splitlines())
+    code = LATE.format(
+        url=url,
+        body=BODY,
+        hosts=hosts,
+        cassettes=str(cassette_dir),
+        library=library,
+        imports=indented,
+        call=call,
+        owner=owner,
+        attr=attr,
+    )
+    result = run(code)
+
+    # Replayed by the road (the guard alone would refuse it as a miss), never sent.
+    assert result == {
+        "imported_at_open": False,
+        "text": live,
+        "replayed": 1,
+        "hooked": True,
+        "restored": True,
+    }
+    assert provider.served == served
+
+
+def test_an_unpatchable_library_imported_late_fails_its_import_every_time() -> None:
+    """Loud, never a silent pass-through: the import raises, and so does a retry."""
+    code = """
+import json, sys
+import ghostrun
+from ghostrun._intercept import _httpx
+
+def check(adapter):
+    raise ghostrun.UnsupportedHttpx(f"{adapter.module_name} has no hook")
+
+_httpx.HttpxFamilyAdapter.check = check
+errors = []
+with ghostrun.session(mode="replay"):
+    for _ in range(2):
+        try:
+            import httpx
+        except ghostrun.UnsupportedHttpx as error:
+            errors.append(str(error))
+    imported = "httpx" in sys.modules
+print(json.dumps([errors, imported]))
+"""
+    assert run(code) == [["httpx has no hook"] * 2, False]
