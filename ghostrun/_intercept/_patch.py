@@ -6,15 +6,27 @@ listed in `ROADS`; its ``adapters()`` returns one `Adapter` per library it
 covers, each with two steps: ``check`` (is the library importable? raise
 `UnsupportedHttpx` if it is but lacks its hook, before anything is
 installed, so a missing hook can never let a request slip to the real
-network) and ``install`` (returns the function that restores the original).
-Adding a road is one entry in `ROADS` and a module with ``adapters()``.
+network) and ``install`` (returns the function that restores the original);
+and it names the module it waits for (``waits_for``: its library's top-level
+package, which every import of the library imports first; several adapters may
+wait for one, as aiohttp's HTTP and WebSocket roads do). Adding a road is one
+entry in `ROADS` and a module with ``adapters()``.
 
 Road modules are imported here, when the first session opens, never by
-``import ghostrun``; each imports its HTTP library only in ``check``.
+``import ghostrun``; each imports its HTTP library only in ``check``. Opening a
+session imports no HTTP library either. An adapter whose library is already
+imported is checked and installed then, as one batch (every check before any
+install, so an `UnsupportedHttpx` leaves nothing installed). One whose library
+is not imported yet waits for it (`LateImports`): its adapters are checked and
+installed the moment the library is imported while the roads are installed,
+before that import returns; an `UnsupportedHttpx` then fails that import, and
+every retry of it, loudly, never a silent pass-through. The last release
+restores both kinds and stops waiting.
 
-Two small pieces serve every installer of hooks in this package (the roads
-and the guard): `Refcount`, installed while anyone holds it, and `replace`,
-which sets attributes and returns the function that puts back what was there.
+Three small pieces serve every installer of hooks in this package (the roads
+and the guard): `Refcount`, installed while anyone holds it, `replace`, which
+sets attributes and returns the function that puts back what was there, and
+`LateImports`, which hooks a module the moment it is imported.
 """
 
 from __future__ import annotations
