@@ -36,8 +36,9 @@ Installed reference-counted (`acquire`/`release`): by every open session in
 ``replay``, by the pytest plugin for the whole run when the suite-wide mode is
 ``replay``, and by ``import ghostrun`` when ``GHOSTRUN_MODE=replay`` is set
 (`install_for_suite`). A hooked module not imported yet is patched the moment
-it is imported (`_patch.LateImports`, which the roads use too), so ``import ghostrun`` never imports ``socket`` or
-``asyncio`` itself. The last release restores the exact original functions.
+it is imported (`_patch.LateImports`, which the roads use too), so
+``import ghostrun`` never imports ``socket`` or ``asyncio`` itself. The last
+release restores the exact original functions.
 """
 
 from __future__ import annotations
