@@ -13,8 +13,8 @@ Values, by rule: a credential's exact value is masked wherever it appears
 long enough, varied enough, and not a known placeholder. ``api_key="ollama"``
 is dropped with its header, but "is ollama free?" stays as the model said it.
 
-Everything that decides a name is derived from these tables, the fast paths
-included (`FIELD_NEEDLES`), so no second list can drift from the rule.
+Everything that decides a name is derived from these tables, the fast check
+for secret shapes included (`SHAPE_START`), so no second list can drift from the rule.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from typing import Any
 __all__ = [
     "CREDENTIAL_ENDINGS",
     "CREDENTIAL_STARTS",
-    "FIELD_NEEDLES",
     "HARMLESS_FIELDS",
     "HARMLESS_NAMES",
     "PLACEHOLDERS",
@@ -165,12 +164,6 @@ SECRET_SHAPES = re.compile(
 # None of these starts can be split by orjson's escapes, so their absence from an
 # entry's JSON text means no shape is in any of its strings.
 SHAPE_START = re.compile("|".join(start for start, _ in (*_SHAPES, _BEARER, _PRIVATE_KEY)))
-FIELD_NEEDLES = tuple(e.encode() + b'"' for e in CREDENTIAL_ENDINGS) + tuple(
-    b'"' + s.encode() for s in CREDENTIAL_STARTS
-)
-"""Byte strings one of which a squashed, lower-cased JSON text holds if one of its keys
-may name a credential field: each ending before the key's closing quote, each start
-after its opening quote. Derived from the rule's tables (the key's fast path)."""
 _SEPARATORS = frozenset("-_. ")
 _SCHEMA_TYPES = frozenset({"string", "number", "integer", "boolean", "object", "array", "null"})
 _SCHEMA_WORDS = ("$ref", "anyOf", "oneOf", "allOf", "enum", "const", "properties", "items")
@@ -194,7 +187,6 @@ def is_credential_field(name: str) -> bool:
     return squashed not in HARMLESS_FIELDS and is_credential_name(squashed)
 
 
-@functools.lru_cache(maxsize=1024)
 def is_credential_param(name: str) -> bool:
     """A query, form or multipart parameter that carries a credential (dropped from the key)."""
     squashed = squash(name)
@@ -232,7 +224,6 @@ def is_schema(value: Any) -> bool:
     return any(word in value for word in _SCHEMA_WORDS)
 
 
-@functools.lru_cache(maxsize=4096)
 def could_be_credential(value: str) -> bool:
     """Whether an exact value is worth masking outside the header or field that carried it.
 

@@ -11,19 +11,15 @@ or none.
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import hashlib
-import importlib
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
 import orjson
 
 from .._secrets._credentials import (
-    FIELD_NEEDLES,
     has_credential_field,
     is_credential_field,
     is_credential_param,
@@ -46,20 +42,6 @@ _DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 _SORTED_COMPACT = orjson.OPT_SORT_KEYS
 
 
-def _builtin_sha256() -> Callable[[bytes], Any]:
-    """The interpreter's own sha256: hashlib's digests, at half the cost of OpenSSL's
-    in the middle of an SDK call (for a key, setting up the hash is most of the work)."""
-    for name in ("_sha2", "_sha256"):  # its module's name from Python 3.12, and before
-        with contextlib.suppress(ImportError, AttributeError):
-            found: Callable[[bytes], Any] = importlib.import_module(name).sha256
-            return found
-    return hashlib.sha256  # an interpreter built without it
-
-
-_sha256 = _builtin_sha256()
-
-
-@functools.lru_cache(maxsize=256)  # an SDK sends a few URLs, again and again
 def canonical_url(scheme: str, host: str, port: int | None, path: str, query: str) -> str:
     """Scheme, host, port (when not the default), path and sorted query without credentials."""
     scheme = scheme.lower()
@@ -132,7 +114,7 @@ def canonical_body(body: bytes, content_type: str, ignore: Sequence[tuple[str, .
             value = orjson.loads(body)
         except orjson.JSONDecodeError:
             return body
-        if _may_name_credential(body) and has_credential_field(value):
+        if has_credential_field(value):
             value = _without_credentials(value)
         for path in ignore:
             remove_field(value, path)
@@ -146,23 +128,8 @@ def canonical_body(body: bytes, content_type: str, ignore: Sequence[tuple[str, .
 
 
 def match_key(method: str, url: str, body: bytes) -> str:
-    digest: str = _sha256(b"\n".join((method.upper().encode(), url.encode(), body))).hexdigest()
-    return digest[:32]
-
-
-def _may_name_credential(body: bytes) -> bool:
-    """False when no key of this JSON text can name a credential: most bodies, found in C.
-
-    Exact for ASCII text without escapes, where lower-casing and squashing the
-    whole text squashes each key as `is_credential_field` does, so a key the
-    rule matches leaves one of `FIELD_NEEDLES` (derived from the rule's
-    tables) in the text; anything else (an escape, a non-ASCII byte) goes to
-    the walk over the parsed keys.
-    """
-    if b"\\" in body or not body.isascii():
-        return True
-    squashed = body.lower().replace(b"_", b"").replace(b"-", b"")
-    return any(needle in squashed for needle in FIELD_NEEDLES)
+    digest = hashlib.sha256(b"\n".join((method.upper().encode(), url.encode(), body)))
+    return digest.hexdigest()[:32]
 
 
 def _without_credentials(value: Any) -> Any:
