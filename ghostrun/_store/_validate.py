@@ -136,8 +136,6 @@ def _stem(path: str | os.PathLike[str]) -> str:
 
 # -- the replay hot path: the common shape, checked without building a field path ----------
 
-_PLAIN_STREAMS = frozenset({"sse", "ndjson", "chunks"})
-
 
 def _plain_cassette(document: Any, stem: str) -> bool:
     """True only for a valid cassette of the everyday shape; anything else gets `_cassette`.
@@ -341,6 +339,8 @@ BODY_KINDS: dict[str, _Check] = {
     "eventstream": _eventstream,
 }
 """Each body encoding (the body's one key) and the check of its value."""
+_PLAIN_STREAMS = frozenset(kind for kind, test in BODY_KINDS.items() if test is _str_list)
+"""The encodings whose value is a list of strings: the replay fast path's streams."""
 
 
 def _json_format(value: Any, where: str) -> None:
