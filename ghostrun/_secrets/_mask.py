@@ -51,9 +51,12 @@ Edit = tuple[int, int, Any]  # start, end, replacement
 # -- the patterns ----------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=256)
 def patterns(secrets: frozenset[str]) -> Patterns:
-    """One pattern per secret: each matches it in any encoding, base64 included."""
+    """One pattern per secret: each matches it in any encoding, base64 included.
+
+    Each secret's pattern is compiled once (`_pattern`): building one costs far more
+    than a search, and the same few secrets are masked in every entry and run log.
+    """
     return tuple(_pattern(secret) for secret in sorted(secrets))
 
 
