@@ -222,12 +222,11 @@ _deferred: list[Any] = []
 _lock = threading.Lock()
 
 
-# Header names are few and repeat on every request: each verdict is worked out once.
-@functools.lru_cache(maxsize=1024)
 def keep_request_header(name: str) -> bool:
     return name.lower() in _REQUEST_HEADERS
 
 
+# Response header names are few and repeat on every recording: each verdict is worked out once.
 @functools.lru_cache(maxsize=1024)
 def keep_response_header(name: str) -> bool:
     """True for a response header a cassette keeps (the safe-list above, minus identifiers)."""
