@@ -140,8 +140,9 @@ def _stem(path: str | os.PathLike[str]) -> str:
 def _plain_cassette(document: Any, stem: str) -> bool:
     """True only for a valid cassette of the everyday shape; anything else gets `_cassette`.
 
-    As strict as `_cassette` on what it accepts (never looser), and several
-    times faster, since nearly every replay reads a file of this shape.
+    As strict as `_cassette` on what it accepts (never looser), and about twice
+    as fast, since nearly every replay reads a file of this shape (measured in
+    place: about 1 % of a replay).
     """
     if type(document) is not dict or document.get("key") != stem:
         return False
