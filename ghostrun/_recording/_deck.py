@@ -172,7 +172,6 @@ class Deck:
         self.matcher = HostMatcher(PROVIDER_HOSTS + settings.extra_hosts() + arguments.hosts)
         self._cursor: dict[str, int] = {}  # per key: the next response of its run to use
         self._run_of: dict[str, str | None] = {}  # per key: the run (label) this session uses
-        self._replies: dict[str, list[Recording] | None] = {}
         self._recorded_here: dict[str, int] = {}
         self._transient_at: dict[str, int] = {}  # per key: where it last wrote a 429/5xx
         self._unraised: list[CacheMiss] = []
@@ -250,19 +249,13 @@ class Deck:
             if self.mode is Mode.RECORD:
                 return None
             index = self._cursor.get(key, 0)
-            # Kept only when there are several responses to step through, or none
-            # (a miss): a single one (nearly always) is read again if its request
-            # repeats, since thousands kept would slow every full garbage collection.
-            replies: list[Recording] | None = self._replies.get(key, _UNREAD)
-            if replies is _UNREAD:
-                found = read_run(
-                    self._prefix + key + ".json", self.name, self._run_of.get(key, _UNREAD)
-                )
-                replies = None if found is None else found[1]
-                if found is not None:
-                    self._run_of[key] = found[0]
-                if replies is None or len(replies) > 1:
-                    self._replies[key] = replies
+            # Read for every request: the file is the state, so a response another
+            # session appended since is seen, and the session keeps no parsed cassette.
+            path = self._prefix + key + ".json"
+            found = read_run(path, self.name, self._run_of.get(key, _UNREAD))
+            replies = None if found is None else found[1]
+            if found is not None:
+                self._run_of[key] = found[0]
             if replies and (index < len(replies) or self.mode is Mode.REPLAY):
                 self._cursor[key] = index + 1
                 self.replayed += 1
@@ -301,7 +294,6 @@ class Deck:
                 index = cassette.add(entry["response"], label)
                 cassette.save()
             self._cursor[key] = index + 1
-            self._replies.pop(key, None)  # replayed from the file from now on
             self._recorded_here[key] = self._recorded_here.get(key, 0) + 1
             if recording.transient:
                 self._transient_at[key] = index
