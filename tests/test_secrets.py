@@ -33,11 +33,12 @@ import openai
 import pytest
 from google import genai
 from google.genai import types as genai_types
-from hypothesis import HealthCheck, Phase, assume, given, settings
+from hypothesis import HealthCheck, Phase, assume, example, given, settings
 from hypothesis import strategies as st
 from simulator import ProviderSimulator
 
 import ghostrun
+from ghostrun._secrets._mask import mask_chunks, patterns
 from ghostrun._secrets._redact import MASK, collect_secrets, redact_entry
 
 PROMPT = "Summarise my account, please."
@@ -422,6 +423,29 @@ def test_streamed_echo_is_masked_in_every_chunk(
     assert_not_on_disk(cassette_dir, [key])
     chunks = only_cassette(cassette_dir)["responses"][0]["body"]["sse"]
     assert sum(MASK in chunk for chunk in chunks) == 2  # the bare key, and "Bearer <key>"
+
+
+def test_a_key_split_after_an_event_whose_echo_ends_in_a_backslash_is_masked() -> None:
+    """The events are read as the provider sent them. Masking first the echo ending in a
+    backslash (JSON inside JSON) took the next escape too: its event stopped parsing,
+    and the key split between it and the next event was written in two pieces."""
+    key, other = token("sk-proj-"), "Ժ}YÄ%⬄ĳἎ9¦Ì\\"
+    events = [
+        {
+            "choices": [{"index": 0, "delta": {"content": key[:12]}}],
+            "echo": json.dumps({"s": other}),
+        },
+        {"choices": [{"index": 0, "delta": {"content": key[12:]}}]},
+    ]
+    chunks = [f"data: {json.dumps(event)}\n\n" for event in events]
+
+    masked, _ = mask_chunks(chunks, patterns(frozenset({key, other})))
+
+    assert key[:12] not in "".join(masked) and key[12:] not in "".join(masked)
+    first, second = (json.loads(chunk.removeprefix("data: ")) for chunk in masked)
+    assert json.loads(first["echo"]) == {"s": MASK}  # the escape after the mask is whole
+    content = first["choices"][0]["delta"]["content"] + second["choices"][0]["delta"]["content"]
+    assert content == MASK  # the first piece holds the mask, the next is emptied
 
 
 def test_secret_echoed_in_a_kept_response_header_is_masked(
@@ -927,6 +951,40 @@ def _build_request(
     placed=st.lists(PLACED, min_size=1, max_size=4, unique_by=lambda p: p.carrier.split("-")[0]),
     stream=st.booleans(),
     cuts=CUTS,
+)
+@example(  # a key split after an event whose echo ends in a backslash
+    placed=[
+        Placed(
+            '¿༩Æ⩷®{Ẹ|ᩐ¶ࢎāć१Dáwå௹êᝉ/I⪿"¸ເ0&⍍ĘⲂ³łĒ¿❽/×Ø',  # noqa: RUF001
+            "body:access_token",
+            ["metadata", "deep", "deep", "extra"],
+            True,
+            False,
+        ),
+        Placed(
+            "pÇµ⦟öൖ{Ϡᨽd-püĸÌඨÕĤᾷÑ@ĨĊᦹtÐ1§",
+            "query:X-Amz-Signature",
+            ["deep", "metadata", "metadata", "deep"],
+            True,
+            False,
+        ),
+        Placed("Ժ}YÄ%⬄ĳἎ9¦Ì\\", "body:secret", [], True, True),
+        Placed(
+            "MW4K3`m(p7_RlQ6UMY&)vDb58*", "header:x-goog-api-key", ["metadata", "deep"], True, False
+        ),
+    ],
+    stream=True,
+    cuts=Cuts(
+        chunks=[
+            0.6216487631323838,
+            0.22505868199049167,
+            0.11768538121825703,
+            8.812190110088606e-141,
+            0.30785603775190823,
+            1.0,
+        ],
+        deltas=[0.39701345176333847, 0.05290582045614546, 0.9700527627707956, 0.8623113560562978],
+    ),
 )
 def test_property_no_random_secret_reaches_disk(
     provider: ProviderSimulator,

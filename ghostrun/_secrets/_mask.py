@@ -6,9 +6,10 @@ three alignments inside a longer base64 text). Where two matches overlap,
 both go under one mask.
 
 A stream is searched as the provider and the SDK see it: as the joined text
-of its chunks (a secret cut in two by TCP), and as the joined text of each
-JSON string field across its events (a key a model repeats over two delta
-events, ``"content": "sk-pr"`` then ``"content": "oj-…"``). The chunks are
+of each JSON string field across its events (a key a model repeats over two
+delta events, ``"content": "sk-pr"`` then ``"content": "oj-…"``), read before
+any mask is written, and as the joined text of its chunks (a secret cut in two
+by TCP). The chunks are
 stored back in their boundaries: a boundary that fell inside a masked
 secret moves to the end of the mask, and the caller is told which moved.
 """
@@ -44,6 +45,9 @@ _AFTER_TOKEN = re.compile(r"\s*:")
 _ESCAPE_MARKS = frozenset("%\\&+")
 _JSON_ESCAPE = re.compile(r"\\+([uU][0-9a-fA-F]{4}|[\"/\\])")
 _PERCENT = re.compile(r"(?:%[0-9a-fA-F]{2})+")
+# A backslash of a secret is 1, 2, 4, 8 or 16 of them once JSON-encoded 0-4 times; the
+# longest such run is taken, never an odd remainder that starts the next escape.
+_BACKSLASH_RUNS = r"\\(?:\\(?:\\{2}(?:\\{4}(?:\\{8})?)?)?)?"
 Patterns = tuple[re.Pattern[str], ...]
 Edit = tuple[int, int, Any]  # start, end, replacement
 
@@ -152,7 +156,7 @@ def _char_forms(char: str) -> str:
     elif char == '"':
         forms[0] = r'\\*"'  # JSON-escaped once or more (a JSON string inside JSON)
     elif char == "\\":
-        forms[0] = r"\\+"
+        forms[0] = _BACKSLASH_RUNS
     elif char == "/":
         forms[0] = r"\\*/"
     return "(?:" + "|".join(forms) + ")"
@@ -213,17 +217,18 @@ def mask_chunks(chunks: list[AnyStr], compiled: Patterns) -> tuple[list[AnyStr],
     """
     if not chunks or not compiled:
         return chunks, []
-    joined = chunks[0][:0].join(chunks)
+    masked: list[AnyStr] = chunks
+    moved: list[int] = []
+    if isinstance(chunks[0], str):
+        # The events are read first, as the provider sent them: a mask written
+        # before could break an event's JSON and hide the secret it shares with
+        # the next event. Each edit here leaves its event valid JSON.
+        joined = "".join(chunks)
+        masked, moved = _split_edited(chunks, joined, _across_events(joined, compiled))
+    joined = masked[0][:0].join(masked)
     mask: Any = MASK.encode() if isinstance(joined, bytes) else MASK
     edits: list[Edit] = [(start, end, mask) for start, end in spans(joined, compiled)]
-    masked: list[AnyStr]
-    moved: list[int]
-    masked, moved = _split_edited(chunks, joined, edits)
-    if isinstance(joined, bytes):
-        return masked, moved
-    text = masked[0][:0].join(masked)
-    more: list[int]
-    masked, more = _split_edited(masked, text, _across_events(str(text), compiled))
+    masked, more = _split_edited(masked, joined, edits)
     return masked, sorted(set(moved) | set(more))
 
 
