@@ -725,7 +725,7 @@ class ProviderSimulator(Served):
             events.append(("contentBlockStart", {"contentBlockIndex": 0, "start": start}))
             deltas = [{"toolUse": {"input": piece}} for piece in _pieces(turn.arguments)]
         else:
-            deltas = [{"text": piece} for piece in _pieces(turn.text)]
+            deltas = [{"text": piece} for piece in self._text_pieces(turn.text)]
         events += [("contentBlockDelta", {"contentBlockIndex": 0, "delta": d}) for d in deltas]
         events += [
             ("contentBlockStop", {"contentBlockIndex": 0}),

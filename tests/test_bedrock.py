@@ -236,6 +236,25 @@ def test_no_aws_credential_lands_in_the_cassette(
         assert "x-amz-security-token" not in text and "x-amz-date" not in text
 
 
+def test_a_token_the_model_spells_over_two_delta_events_is_masked(
+    provider: ProviderSimulator, cassette_dir: Path
+) -> None:
+    """An event-stream's JSON payloads are masked together, as a stream's SSE events are."""
+    provider.reply = f"your token is {SESSION_TOKEN}, keep it"
+    provider.delta_pieces = lambda text: [text[:20], text[20:]]  # inside the token
+
+    live, again = record_then_replay(provider, cassette_dir, converse_stream)
+
+    deltas = [e["contentBlockDelta"]["delta"]["text"] for e in live if "contentBlockDelta" in e]
+    assert len(deltas) == 2 and SESSION_TOKEN not in deltas[0]
+    assert "".join(deltas) == f"your token is {SESSION_TOKEN}, keep it"
+    text = (cassette_dir / next(p.name for p in cassette_dir.glob("*.json"))).read_text()
+    for piece in (SESSION_TOKEN[:6], SESSION_TOKEN[6:]):
+        assert piece not in text, piece
+    replayed = [e["contentBlockDelta"]["delta"]["text"] for e in again if "contentBlockDelta" in e]
+    assert "".join(replayed) == "your token is [REDACTED], keep it"
+
+
 def test_a_bedrock_miss_reaches_the_test_once_past_botocores_retries(
     provider: ProviderSimulator, cassette_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -555,6 +555,30 @@ def test_no_credential_reaches_the_cassette(cassette_dir: Path) -> None:
     assert "[REDACTED]" in "".join(p.read_text() for p in files)
 
 
+def test_a_key_the_model_spells_over_two_delta_events_is_masked(cassette_dir: Path) -> None:
+    """Each side's JSON frames are masked together, as a stream's SSE events are: a model
+    may spell a key over two ``response.output_text.delta`` events."""
+
+    def cut(text: str) -> list[str]:
+        at = text.index(API_KEY) + 9
+        return [text[:at], text[at:]]
+
+    with WebSocketSimulator(pieces=cut) as ws, _session(cassette_dir, "record") as recording:
+        live = _realtime_sync(ws, ["text"], f"my key is {API_KEY}, keep it")
+    deltas = [e["delta"] for e in live if e["type"] == "response.output_text.delta"]
+    assert len(deltas) == 2 and API_KEY not in deltas[0] and API_KEY in "".join(deltas)
+    assert recording.recorded == 1
+    data = b"".join(p.read_bytes() for p in cassette_dir.glob("*.json"))
+    for piece in (API_KEY[:9], API_KEY[9:]):
+        assert piece.encode() not in data, piece
+    with _session(cassette_dir, "replay") as replay:
+        again = _realtime_sync(ws, ["text"], f"my key is {API_KEY}, keep it")
+    assert replay.replayed == 1
+    assert "".join(e["delta"] for e in again if e["type"] == "response.output_text.delta") == (
+        "Echo: my key is [REDACTED], keep it"
+    )
+
+
 def _base64_values(value: Any) -> Iterator[str]:
     if isinstance(value, dict):
         for key, item in value.items():

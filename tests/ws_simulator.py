@@ -37,6 +37,7 @@ import json
 import ssl
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,6 +60,7 @@ class WebSocketSimulator(Served):
     connections: int = 0
     received: list[Any] = field(default_factory=list)
     handshakes: list[JSON] = field(default_factory=list)
+    pieces: Callable[[str], list[str]] = field(default=lambda text: _pieces(text))  # the deltas
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -209,7 +211,7 @@ class WebSocketSimulator(Served):
                     "logprobs": [],
                     "sequence_number": 0,
                 }
-                for piece in _pieces(answer)
+                for piece in self.pieces(answer)
             ]
         response = _response(response_id, request, [])
         done = _response(response_id, request, [item])
@@ -290,7 +292,7 @@ class _Realtime:
             kind, done = "response.output_audio_transcript.delta", "output_audio"
         else:
             kind, done = "response.output_text.delta", "output_text"
-        for piece in _pieces(answer):
+        for piece in self.sim.pieces(answer):
             self.send(
                 {
                     "type": kind,

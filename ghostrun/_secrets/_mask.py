@@ -32,6 +32,7 @@ __all__ = [
     "base64_forms",
     "candidates",
     "mask_chunks",
+    "mask_events",
     "mask_text",
     "patterns",
     "spans",
@@ -230,6 +231,27 @@ def mask_chunks(chunks: list[AnyStr], compiled: Patterns) -> tuple[list[AnyStr],
     edits: list[Edit] = [(start, end, mask) for start, end in spans(joined, compiled)]
     masked, more = _split_edited(masked, joined, edits)
     return masked, sorted(set(moved) | set(more))
+
+
+def mask_events(values: list[Any], compiled: Patterns) -> list[Any]:
+    """The JSON values of one stream's events (WebSocket frames, AWS event-stream
+    payloads), each secret that only their joined string fields spell masked.
+
+    Each value is read as one SSE event's data, as `mask_chunks` reads a stream;
+    a secret whole inside one value is left to the caller's mask of that value.
+    """
+    if len(values) < 2 or not compiled:
+        return values
+    lines = [f"data: {json.dumps(value, ensure_ascii=False)}\n" for value in values]
+    joined = "".join(lines)
+    edits = _across_events(joined, compiled)
+    if not edits:
+        return values
+    masked, _moved = _split_edited(lines, joined, edits)  # edits stay inside one token
+    return [
+        value if line == before else json.loads(line[6:])
+        for value, line, before in zip(values, masked, lines, strict=True)
+    ]
 
 
 def _split_edited(

@@ -58,7 +58,15 @@ from ._credentials import (
     is_schema,
     squash,
 )
-from ._mask import MASK, base64_forms, candidates, mask_chunks, mask_text, patterns
+from ._mask import (
+    MASK,
+    base64_forms,
+    candidates,
+    mask_chunks,
+    mask_events,
+    mask_text,
+    patterns,
+)
 
 __all__ = [
     "MASK",
@@ -585,6 +593,9 @@ def _mask_exact(entry: dict[str, Any], secrets: frozenset[str]) -> dict[str, Any
     compiled = patterns(secrets)
     response = entry.get("response")
     body = response.get("body") if isinstance(response, dict) else None
+    if isinstance(response, dict) and isinstance(body, dict) and "eventstream" in body:
+        body = _across_eventstream(body, compiled)
+        entry = {**entry, "response": {**response, "body": body}}
     kind = _stream_kind(body)
     if kind is None or not isinstance(response, dict) or not isinstance(body, dict):
         return (
@@ -600,6 +611,29 @@ def _mask_exact(entry: dict[str, Any], secrets: frozenset[str]) -> dict[str, Any
     if moved:
         rest["response"]["masked_across_chunks"] = moved
     return rest
+
+
+def _across_eventstream(body: dict[str, Any], compiled: Any) -> dict[str, Any]:
+    """An AWS event-stream body whose JSON payloads are masked together: a model may
+    spell a key over two ``contentBlockDelta`` events, as over two SSE events."""
+    chunks = body["eventstream"]
+    if not isinstance(chunks, list):
+        return body
+    at = [
+        (c, f)
+        for c, chunk in enumerate(chunks)
+        if isinstance(chunk, list)
+        for f, frame in enumerate(chunk)
+        if isinstance(frame, dict) and "json" in frame
+    ]
+    values = [chunks[c][f]["json"] for c, f in at]
+    masked = mask_events(values, compiled)
+    if masked is values:
+        return body
+    out = [list(chunk) if isinstance(chunk, list) else chunk for chunk in chunks]
+    for (c, f), value in zip(at, masked, strict=True):
+        out[c][f] = {**out[c][f], "json": value}
+    return {**body, "eventstream": out}
 
 
 def _stream_kind(body: Any) -> str | None:

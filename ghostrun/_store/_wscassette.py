@@ -60,6 +60,7 @@ from typing import Any
 import orjson
 
 from .._core._files import parse_json
+from .._secrets._mask import mask_events, patterns
 from .._secrets._redact import (
     MASK,
     collect_secrets,
@@ -364,7 +365,9 @@ def redact_conversation(
     answered = {
         k.lower(): v for k, v in conversation.response_headers.items() if keep_response_header(k)
     }
-    events = [redact_event(event, secrets) for event in conversation.events]
+    events = [
+        redact_event(event, secrets) for event in _across_frames(conversation.events, secrets)
+    ]
     handshake = redact_entry(
         {"request": {"url": conversation.url, "headers": kept}, "response": {"headers": answered}},
         secrets,
@@ -376,6 +379,25 @@ def redact_conversation(
         handshake["response"]["headers"],
         events,
     )
+
+
+def _across_frames(events: list[dict[str, Any]], secrets: frozenset[str]) -> list[dict[str, Any]]:
+    """Each side's JSON frames masked together, read as they were sent: a model may
+    spell a key over two delta events (``response.text.delta``), as over two SSE events."""
+    compiled = patterns(secrets)
+    out = list(events)
+    for side in ("server", "client"):
+        at = [
+            (index, kind)
+            for index, event in enumerate(out)
+            if isinstance(event.get(side), dict)
+            for kind in ("json", "binary_json")
+            if kind in event[side]
+        ]
+        masked = mask_events([out[i][side][kind] for i, kind in at], compiled)
+        for (index, kind), value in zip(at, masked, strict=True):
+            out[index] = {side: {kind: value}}
+    return out
 
 
 def secrets_of(
