@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -236,23 +238,40 @@ def test_no_aws_credential_lands_in_the_cassette(
         assert "x-amz-security-token" not in text and "x-amz-date" not in text
 
 
+def _converse_stream_text(client: Any) -> list[str]:
+    return [
+        e["contentBlockDelta"]["delta"]["text"]
+        for e in converse_stream(client)
+        if "contentBlockDelta" in e
+    ]
+
+
+def _invoke_stream_text(client: Any) -> list[str]:
+    body = {"anthropic_version": "bedrock-2023-05-31", "max_tokens": 64, "messages": MESSAGES}
+    reply = client.invoke_model_with_response_stream(modelId=MODEL, body=orjson.dumps(body))
+    events = [orjson.loads(event["chunk"]["bytes"]) for event in reply["body"]]
+    return [e["delta"]["text"] for e in events if e["type"] == "content_block_delta"]
+
+
+@pytest.mark.parametrize("call", [_converse_stream_text, _invoke_stream_text])
 def test_a_token_the_model_spells_over_two_delta_events_is_masked(
-    provider: ProviderSimulator, cassette_dir: Path
+    call: Callable[[Any], list[str]], provider: ProviderSimulator, cassette_dir: Path
 ) -> None:
-    """An event-stream's JSON payloads are masked together, as a stream's SSE events are."""
+    """An event-stream's JSON payloads, and the events their base64 ``bytes`` carry, are
+    masked together, as a stream's SSE events are."""
     provider.reply = f"your token is {SESSION_TOKEN}, keep it"
     provider.delta_pieces = lambda text: [text[:20], text[20:]]  # inside the token
 
-    live, again = record_then_replay(provider, cassette_dir, converse_stream)
+    live, again = record_then_replay(provider, cassette_dir, call)
 
-    deltas = [e["contentBlockDelta"]["delta"]["text"] for e in live if "contentBlockDelta" in e]
-    assert len(deltas) == 2 and SESSION_TOKEN not in deltas[0]
-    assert "".join(deltas) == f"your token is {SESSION_TOKEN}, keep it"
-    text = (cassette_dir / next(p.name for p in cassette_dir.glob("*.json"))).read_text()
+    assert len(live) == 2 and SESSION_TOKEN not in live[0]
+    assert "".join(live) == f"your token is {SESSION_TOKEN}, keep it"
+    (path,) = cassette_dir.glob("*.json")
+    stored = path.read_text()
+    stored += "".join(str(base64.b64decode(b)) for b in re.findall(r'"bytes": "([^"]+)"', stored))
     for piece in (SESSION_TOKEN[:6], SESSION_TOKEN[6:]):
-        assert piece not in text, piece
-    replayed = [e["contentBlockDelta"]["delta"]["text"] for e in again if "contentBlockDelta" in e]
-    assert "".join(replayed) == "your token is [REDACTED], keep it"
+        assert piece not in stored, piece
+    assert "".join(again) == "your token is [REDACTED], keep it"
 
 
 def test_a_bedrock_miss_reaches_the_test_once_past_botocores_retries(

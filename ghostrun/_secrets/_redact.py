@@ -35,6 +35,7 @@ from __future__ import annotations
 import base64
 import binascii
 import functools
+import json
 import re
 import threading
 from collections.abc import Iterable, Mapping
@@ -615,7 +616,9 @@ def _mask_exact(entry: dict[str, Any], secrets: frozenset[str]) -> dict[str, Any
 
 def _across_eventstream(body: dict[str, Any], compiled: Any) -> dict[str, Any]:
     """An AWS event-stream body whose JSON payloads are masked together: a model may
-    spell a key over two ``contentBlockDelta`` events, as over two SSE events."""
+    spell a key over two ``contentBlockDelta`` events, as over two SSE events. A
+    payload that is only ``{"bytes": <base64 JSON>}`` (InvokeModelWithResponseStream)
+    is read as the event it carries."""
     chunks = body["eventstream"]
     if not isinstance(chunks, list):
         return body
@@ -626,14 +629,29 @@ def _across_eventstream(body: dict[str, Any], compiled: Any) -> dict[str, Any]:
         for f, frame in enumerate(chunk)
         if isinstance(frame, dict) and "json" in frame
     ]
-    values = [chunks[c][f]["json"] for c, f in at]
+    values = [_carried(chunks[c][f]["json"]) for c, f in at]
     masked = mask_events(values, compiled)
     if masked is values:
         return body
     out = [list(chunk) if isinstance(chunk, list) else chunk for chunk in chunks]
-    for (c, f), value in zip(at, masked, strict=True):
-        out[c][f] = {**out[c][f], "json": value}
+    for (c, f), before, value in zip(at, values, masked, strict=True):
+        if value is not before:
+            payload = out[c][f]["json"]
+            if payload is not before:  # the event its bytes carried
+                data = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+                value = {"bytes": base64.b64encode(data).decode("ascii")}
+            out[c][f] = {**out[c][f], "json": value}
     return {**body, "eventstream": out}
+
+
+def _carried(payload: Any) -> Any:
+    """The event a ``{"bytes": <base64 JSON>}`` payload carries, else the payload."""
+    if isinstance(payload, dict) and len(payload) == 1 and isinstance(payload.get("bytes"), str):
+        try:
+            return orjson.loads(base64.b64decode(payload["bytes"], validate=True))
+        except (binascii.Error, ValueError):
+            pass
+    return payload
 
 
 def _stream_kind(body: Any) -> str | None:
