@@ -253,18 +253,19 @@ def _invoke_stream_text(client: Any) -> list[str]:
     return [e["delta"]["text"] for e in events if e["type"] == "content_block_delta"]
 
 
+@pytest.mark.parametrize("cut", [20, 75], ids=["inside-the-token", "after-it"])
 @pytest.mark.parametrize("call", [_converse_stream_text, _invoke_stream_text])
 def test_a_token_the_model_spells_over_two_delta_events_is_masked(
-    call: Callable[[Any], list[str]], provider: ProviderSimulator, cassette_dir: Path
+    call: Callable[[Any], list[str]], cut: int, provider: ProviderSimulator, cassette_dir: Path
 ) -> None:
     """An event-stream's JSON payloads, and the events their base64 ``bytes`` carry, are
-    masked together, as a stream's SSE events are."""
+    masked together, as a stream's SSE events are, and the masked stream still decodes."""
     provider.reply = f"your token is {SESSION_TOKEN}, keep it"
-    provider.delta_pieces = lambda text: [text[:20], text[20:]]  # inside the token
+    provider.delta_pieces = lambda text: [text[:cut], text[cut:]]
 
     live, again = record_then_replay(provider, cassette_dir, call)
 
-    assert len(live) == 2 and SESSION_TOKEN not in live[0]
+    assert len(live) == 2 and (SESSION_TOKEN in live[0]) == (cut == 75)
     assert "".join(live) == f"your token is {SESSION_TOKEN}, keep it"
     (path,) = cassette_dir.glob("*.json")
     stored = path.read_text()

@@ -16,6 +16,7 @@ import dataclasses
 import html
 import itertools
 import json
+import re
 import secrets as random_secrets
 import uuid
 from collections.abc import Callable, Iterable
@@ -40,6 +41,7 @@ from simulator import ProviderSimulator
 import ghostrun
 from ghostrun._secrets._mask import mask_chunks, patterns
 from ghostrun._secrets._redact import MASK, collect_secrets, redact_entry
+from ghostrun._store._wscassette import Conversation, redact_conversation
 
 PROMPT = "Summarise my account, please."
 MESSAGES: Any = [{"role": "user", "content": PROMPT}]
@@ -1015,6 +1017,56 @@ def test_property_no_random_secret_reaches_disk(
     ):
         client.post(provider.url("/v1/chat/completions"), params=params, headers=headers, json=body)
     assert session.replayed == 1
+
+
+@settings(max_examples=150, deadline=None)
+@given(secret=ANY_SECRET, cuts=FRACTIONS, binary=st.booleans())
+def test_property_a_secret_spelled_over_websocket_frames_is_masked(
+    secret: str, cuts: list[float], binary: bool
+) -> None:
+    def written(secret: str) -> str:
+        conversation = Conversation("wss://api.example.test/v1/realtime")
+        conversation.client(json.dumps({"type": "session.update", "api_key": secret}))
+        for piece in Cuts([], cuts).pieces(f"you said {secret}, noted"):
+            delta = {"type": "response.output_text.delta", "content_index": 0, "delta": piece}
+            frame = json.dumps(delta)
+            conversation.server(frame.encode() if binary else frame)
+        return json.dumps(redact_conversation(conversation, [], []).to_json())
+
+    _assert_no_fragment(secret, written)
+
+
+@settings(max_examples=150, deadline=None)
+@given(secret=ANY_SECRET, cuts=FRACTIONS, carried=st.booleans())
+def test_property_a_secret_spelled_over_event_stream_events_is_masked(
+    secret: str, cuts: list[float], carried: bool
+) -> None:
+    def written(secret: str) -> str:
+        chunks = []
+        for piece in Cuts([], cuts).pieces(f"you said {secret}, noted"):
+            event: Any = {"contentBlockIndex": 0, "delta": {"text": piece}}
+            if carried:  # InvokeModelWithResponseStream: the event as base64 bytes
+                event = {"bytes": base64.b64encode(json.dumps(event).encode()).decode()}
+            chunks.append([{"headers": [":event-type: chunk"], "json": event}])
+        entry = {
+            "request": {"method": "POST", "url": "https://bedrock.example.test/invoke"},
+            "response": {"status": 200, "headers": {}, "body": {"eventstream": chunks}},
+        }
+        text = json.dumps(redact_entry(entry, frozenset({secret})))
+        carried_events = re.findall(r'"bytes": "([^"]+)"', text)
+        return text + "".join(base64.b64decode(b).decode() for b in carried_events)
+
+    _assert_no_fragment(secret, written)
+
+
+def _assert_no_fragment(secret: str, written: Callable[[str], str]) -> None:
+    """No piece of ``secret`` in what is written, unless the same text with a random
+    secret in its place spells that piece anyway."""
+    forms = {form for piece in fragments(secret) for form in encoded_forms(piece)}
+    assume(not any(form in written(uuid.uuid4().hex) for form in forms))
+    text = written(secret)
+    for form in forms:
+        assert form not in text, form
 
 
 def _said(stream: str) -> str:

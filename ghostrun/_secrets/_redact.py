@@ -616,9 +616,12 @@ def _mask_exact(entry: dict[str, Any], secrets: frozenset[str]) -> dict[str, Any
 
 def _across_eventstream(body: dict[str, Any], compiled: Any) -> dict[str, Any]:
     """An AWS event-stream body whose JSON payloads are masked together: a model may
-    spell a key over two ``contentBlockDelta`` events, as over two SSE events. A
-    payload that is only ``{"bytes": <base64 JSON>}`` (InvokeModelWithResponseStream)
-    is read as the event it carries."""
+    spell a key over two ``contentBlockDelta`` events, as over two SSE events.
+
+    A payload that is only ``{"bytes": <base64 JSON>}`` (InvokeModelWithResponseStream)
+    is read, masked and encoded again as the event it carries, so that a mask never
+    lands inside its base64 and the stream still decodes on replay.
+    """
     chunks = body["eventstream"]
     if not isinstance(chunks, list):
         return body
@@ -629,19 +632,23 @@ def _across_eventstream(body: dict[str, Any], compiled: Any) -> dict[str, Any]:
         for f, frame in enumerate(chunk)
         if isinstance(frame, dict) and "json" in frame
     ]
-    values = [_carried(chunks[c][f]["json"]) for c, f in at]
-    masked = mask_events(values, compiled)
-    if masked is values:
-        return body
+    payloads = [chunks[c][f]["json"] for c, f in at]
+    events = [_carried(payload) for payload in payloads]
+    masked = mask_events(events, compiled)
     out = [list(chunk) if isinstance(chunk, list) else chunk for chunk in chunks]
-    for (c, f), before, value in zip(at, values, masked, strict=True):
-        if value is not before:
-            payload = out[c][f]["json"]
-            if payload is not before:  # the event its bytes carried
-                data = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
-                value = {"bytes": base64.b64encode(data).decode("ascii")}
-            out[c][f] = {**out[c][f], "json": value}
-    return {**body, "eventstream": out}
+    changed = False
+    for (c, f), payload, event, value in zip(at, payloads, events, masked, strict=True):
+        if event is not payload:  # the event its bytes carry
+            value = _mask_value(value, compiled)
+            if value == event:
+                continue
+            data = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+            value = {"bytes": base64.b64encode(data).decode("ascii")}
+        elif value is event:
+            continue
+        out[c][f] = {**out[c][f], "json": value}
+        changed = True
+    return {**body, "eventstream": out} if changed else body
 
 
 def _carried(payload: Any) -> Any:
