@@ -134,11 +134,11 @@ def install_for_suite() -> None:
 
 
 def _install() -> None:
-    for name in _HOOKED:
-        module = sys.modules.get(name)
+    modules = {name: _late.ready(name) for name in _HOOKED}
+    for name, module in modules.items():
         if module is not None:
             _patch(name, module)
-    _late.watch(name for name in _HOOKED if name not in sys.modules)
+    _late.watch(name for name, module in modules.items() if module is None)
 
 
 def _restore() -> None:

@@ -20,8 +20,12 @@ install, so an `UnsupportedHttpx` leaves nothing installed). One whose library
 is not imported yet waits for it (`LateImports`): its adapters are checked and
 installed the moment the library is imported while the roads are installed,
 before that import returns; an `UnsupportedHttpx` then fails that import, and
-every retry of it, loudly, never a silent pass-through. The last release
-restores both kinds and stops waiting.
+every retry of it, loudly, never a silent pass-through. A library whose import
+began while the roads were installed, and is still running when they are
+installed again, is that import's to patch as it ends (`LateImports.ready`):
+the installer neither waits for it under the roads' lock (the import needs that
+lock to end) nor patches it half-built. The last release restores both kinds
+and stops waiting.
 
 Three small pieces serve every installer of hooks in this package (the roads
 and the guard): `Refcount`, installed while anyone holds it, `replace`, which
@@ -149,9 +153,17 @@ class LateImports:
     ``loaded`` runs right after the module's own code, before the import
     returns. ``loaded`` runs under ``lock`` (an ``RLock``: the installer that
     watches takes it too); once it returns the name is no longer watched, so a
-    ``loaded`` that raises makes that import fail, and every retry of it. The
-    instances watch disjoint names (the guard's, the roads'). Not an
-    ``importlib.abc`` subclass: importing that would cost ``import ghostrun`` 5 ms.
+    ``loaded`` that raises makes that import fail, and every retry of it.
+
+    An import whose loader is wrapped belongs to that import until it ends,
+    even if watching stops meanwhile: the installer asks `ready` before it
+    patches a module it finds imported, and watches again one still being
+    imported here, which its import then reports. So the installer never waits
+    under ``lock`` for an import that needs ``lock`` to end (a deadlock), nor
+    patches a module half-built. Several instances may watch one name: each
+    wraps the loader found by the finders behind it, another instance's
+    included, and each is told in turn. Not an ``importlib.abc`` subclass:
+    importing that would cost ``import ghostrun`` 5 ms.
     """
 
     def __init__(
@@ -159,9 +171,10 @@ class LateImports:
     ) -> None:
         self._loaded, self._lock = loaded, lock
         self.pending: set[str] = set()
+        self.loading: set[str] = set()  # wrapped here, their import not ended yet
 
     def watch(self, names: Iterable[str]) -> None:
-        """Watch ``names`` (modules not imported yet) until they are imported or `stop`."""
+        """Watch ``names`` (modules not `ready`) until they are imported or `stop`."""
         with self._lock:
             self.pending.update(names)
             if self.pending and self not in sys.meta_path:
@@ -173,29 +186,51 @@ class LateImports:
             if self in sys.meta_path:
                 sys.meta_path.remove(self)
 
+    def ready(self, name: str) -> ModuleType | None:
+        """The module ``name`` if it is imported and no import of it wrapped here is running.
+
+        Called under ``lock``; a module this returns None for is to be watched.
+        """
+        return None if name in self.loading else sys.modules.get(name)
+
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
     ) -> ModuleSpec | None:
-        if fullname not in self.pending:
+        if fullname not in self.pending:  # every import asks: the quick answer first
             return None
-        for finder in sys.meta_path:
+        spec = self._spec_behind(fullname, path, target)
+        if spec is None:
+            return None
+        with self._lock:
+            if fullname not in self.pending:
+                return spec  # stopped meanwhile: the spec as the finders behind found it
+            self.loading.add(fullname)
+        # A loader by duck type: the importlib.abc base class costs 5 ms to import.
+        spec.loader = _CallAfterLoading(spec.loader, self, fullname)  # type: ignore[assignment]
+        return spec
+
+    def _spec_behind(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None
+    ) -> ModuleSpec | None:
+        """The first spec with a loader that the finders after this one find."""
+        finders = list(sys.meta_path)
+        behind = finders[finders.index(self) + 1 :] if self in finders else finders
+        for finder in behind:
             find = getattr(finder, "find_spec", None)
-            spec: ModuleSpec | None = (
-                None
-                if isinstance(finder, LateImports) or find is None
-                else find(fullname, path, target)
-            )
+            spec: ModuleSpec | None = None if find is None else find(fullname, path, target)
             if spec is not None and spec.loader is not None:
-                # A loader by duck type: the importlib.abc base class costs 5 ms to import.
-                spec.loader = _CallAfterLoading(spec.loader, self, fullname)  # type: ignore[assignment]
                 return spec
         return None
 
-    def imported(self, name: str, module: ModuleType) -> None:
-        """The module ``name`` has just run its code: call ``loaded`` if still watched."""
+    def imported(self, name: str, module: ModuleType | None) -> None:
+        """The import of ``name`` wrapped here has ended (``module`` None: it raised).
+
+        A module still watched is reported to ``loaded``.
+        """
         with self._lock:
-            if name not in self.pending:
-                return  # stopped (the last release) while it was importing
+            self.loading.discard(name)
+            if module is None or name not in self.pending:
+                return  # failed, or stopped (the last release) while it was importing
             self._loaded(name, module)
             self.pending.discard(name)
             if not self.pending:
@@ -207,16 +242,21 @@ class _CallAfterLoading:
 
     def __init__(self, loader: Any, watcher: LateImports, name: str) -> None:
         self.loader, self.watcher, self.name = loader, watcher, name
+        self.original: Any = loader.original if isinstance(loader, _CallAfterLoading) else loader
 
     def create_module(self, spec: ModuleSpec) -> ModuleType | None:
         created: ModuleType | None = self.loader.create_module(spec)
         return created
 
     def exec_module(self, module: ModuleType) -> None:
-        self.loader.exec_module(module)
-        module.__loader__ = self.loader
+        try:
+            self.loader.exec_module(module)
+        except BaseException:
+            self.watcher.imported(self.name, None)
+            raise
+        module.__loader__ = self.original
         if module.__spec__ is not None:
-            module.__spec__.loader = self.loader
+            module.__spec__.loader = self.original
         self.watcher.imported(self.name, module)
 
 
@@ -231,7 +271,7 @@ def _install_all() -> None:
     waiting: dict[str, list[Adapter]] = {}
     for adapter in _adapters():
         waiting.setdefault(adapter.waits_for, []).append(adapter)
-    imported = [name for name in waiting if name in sys.modules]
+    imported = [name for name in waiting if _late.ready(name) is not None]
     _restorers.extend(_install([a for name in imported for a in waiting.pop(name)]))
     _waiting.update(waiting)
     _late.watch(waiting)
