@@ -208,17 +208,50 @@ def test_the_same_conversation_twice_replays_in_order_and_auto_records_past_the_
         assert [greeting() for _ in range(4)] == [first, second, third, third]  # then the last
 
 
+def _update(instructions: str) -> str:
+    return json.dumps({"type": "session.update", "session": {"instructions": instructions}})
+
+
+def _greeted_sync(url: str, instructions: str) -> tuple[str, str]:
+    """The greeting's type, then the instructions the server took (it speaks first)."""
+    with sync_client.connect(url) as ws:
+        greeting = json.loads(ws.recv())["type"]
+        ws.send(_update(instructions))
+        return greeting, json.loads(ws.recv())["session"]["instructions"]
+
+
+async def _greeted_asyncio(url: str, instructions: str) -> tuple[str, str]:
+    async with aio_client.connect(url) as ws:
+        greeting = json.loads(await ws.recv())["type"]
+        await ws.send(_update(instructions))
+        return greeting, json.loads(await ws.recv())["session"]["instructions"]
+
+
+async def _greeted_aiohttp(url: str, instructions: str) -> tuple[str, str]:
+    import aiohttp
+
+    async with aiohttp.ClientSession() as client, client.ws_connect(url) as ws:
+        greeting = (await ws.receive_json())["type"]
+        await ws.send_str(_update(instructions))
+        return greeting, (await ws.receive_json())["session"]["instructions"]
+
+
+GREETED = {
+    "sync": _greeted_sync,
+    "asyncio": lambda url, text: asyncio.run(_greeted_asyncio(url, text)),
+    "aiohttp": lambda url, text: asyncio.run(_greeted_aiohttp(url, text)),
+}
+
+
+@pytest.mark.parametrize("client", sorted(GREETED))
 def test_auto_goes_live_after_a_replayed_greeting_when_the_first_frame_is_new(
-    ws_provider: WebSocketSimulator, cassette_dir: Path
+    client: str, ws_provider: WebSocketSimulator, cassette_dir: Path
 ) -> None:
-    url = ws_provider.url("/v1/realtime")
+    url, greeted = ws_provider.url("/v1/realtime"), GREETED[client]
 
     def talk(instructions: str) -> tuple[str, str]:
-        with sync_client.connect(url) as ws:
-            greeting = json.loads(ws.recv())["type"]  # the server speaks first
-            update = {"type": "session.update", "session": {"instructions": instructions}}
-            ws.send(json.dumps(update))
-            return greeting, json.loads(ws.recv())["session"]["instructions"]
+        result: tuple[str, str] = greeted(url, instructions)
+        return result
 
     with _session(cassette_dir, "auto"):
         assert talk("be brief") == ("session.created", "be brief")

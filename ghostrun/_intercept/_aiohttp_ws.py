@@ -31,7 +31,7 @@ from .._core._exceptions import UnsupportedHttpx
 from .._recording._session import bypass_interception
 from .._store._wscassette import Close
 from ._patch import Restore, replace
-from ._wslink import NeedsLive, Player, Recorder, open_link
+from ._wslink import NeedsLive, Player, Recorder, Replaying, open_link
 
 __all__ = ["AiohttpWsAdapter", "adapters"]
 
@@ -80,9 +80,7 @@ def _wrap(original: Callable[..., Any]) -> Callable[..., Any]:
 
         if isinstance(link, Player):
             return AiohttpReplay(link, connect, decode_text)
-        live = await connect()
-        _connected(link, live)
-        return AiohttpTaped(live, link)
+        return AiohttpTaped(await connect(), link)
 
     return _ws_connect
 
@@ -107,12 +105,6 @@ def _link(session: Any, url: Any, kwargs: dict[str, Any]) -> Player | Recorder |
         target.raw_query_string,
         pairs,
     )
-
-
-def _connected(link: Recorder, live: Any) -> None:
-    response = getattr(live, "_response", None)
-    headers = list(response.headers.items()) if response is not None else []
-    link.connected(live.protocol, headers)
 
 
 def _message(kind: str, data: Any = None, extra: Any = None) -> Any:
@@ -183,7 +175,11 @@ class AiohttpTaped(_Receiving):
     """A live ``ClientWebSocketResponse`` that tapes every message for the cassette."""
 
     def __init__(self, live: Any, link: Recorder) -> None:
+        """Tape ``live``, just connected: its handshake's answer first."""
         self._live, self._link = live, link
+        response = getattr(live, "_response", None)
+        headers = list(response.headers.items()) if response is not None else []
+        link.connected(live.protocol, headers)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._live, name)
@@ -229,23 +225,15 @@ class AiohttpTaped(_Receiving):
         return closed
 
 
-class AiohttpReplay(_Receiving):
+class AiohttpReplay(_Receiving, Replaying):
     """A ``ClientWebSocketResponse`` that never connects: the cassette answers."""
 
     def __init__(self, link: Player, opener: Callable[[], Any], decode_text: bool) -> None:
-        self._link, self._opener, self._decode_text = link, opener, decode_text
-        self._live: Any = None  # auto: the taped live connection that took over
+        super().__init__(link, opener)
+        self._decode_text = decode_text
         self._closed = False
         self._close_code: int | None = None
         self._wake: asyncio.Event | None = None
-
-    def __getattribute__(self, name: str) -> Any:
-        """Once a live connection took over (`_go_live`), it answers everything public."""
-        if not name.startswith("_"):
-            live = object.__getattribute__(self, "_live")
-            if live is not None:
-                return getattr(live, name)
-        return object.__getattribute__(self, name)
 
     @property
     def closed(self) -> bool:
@@ -282,19 +270,9 @@ class AiohttpReplay(_Receiving):
         try:
             self._link.send(data)
         except NeedsLive:
-            live = await self._go_live()
+            live = await self._atake_over(AiohttpTaped, AiohttpTaped.receive)
             await (live.send_str(data) if isinstance(data, str) else live.send_bytes(data))
         self._event().set()
-
-    async def _go_live(self) -> AiohttpTaped:
-        recorder, greeted = self._link.go_live()
-        live = await self._opener()
-        _connected(recorder, live)
-        taped = AiohttpTaped(live, recorder)
-        for _ in range(greeted):  # the client had a greeting already
-            await taped.receive()
-        self._live = taped
-        return taped
 
     async def send_str(self, data: str, compress: int | None = None) -> None:
         await self._send(data)

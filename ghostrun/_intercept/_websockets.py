@@ -33,7 +33,7 @@ from typing import Any
 from .._core._exceptions import UnsupportedHttpx
 from .._store._wscassette import Close
 from ._patch import Restore, replace
-from ._wslink import NeedsLive, Player, Recorder, open_link
+from ._wslink import NeedsLive, Player, Recorder, Replaying, open_link
 
 __all__ = ["WebsocketsAdapter", "adapters"]
 
@@ -98,9 +98,7 @@ def _sync_connect(original: Callable[..., Any]) -> Callable[..., Any]:
             return original(uri, **kwargs)
         if isinstance(link, Player):
             return SyncReplay(link, lambda: original(uri, **kwargs))
-        live = original(uri, **kwargs)
-        _connected(link, live)
-        return SyncTaped(live, link)
+        return SyncTaped(original(uri, **kwargs), link)
 
     return connect
 
@@ -114,18 +112,10 @@ def _await_impl(original: Callable[..., Any]) -> Callable[..., Any]:
         if isinstance(link, Player):
             self.connection = AsyncReplay(link, lambda: original(self))
             return self.connection
-        live = await original(self)
-        _connected(link, live)
-        self.connection = AsyncTaped(live, link)
+        self.connection = AsyncTaped(await original(self), link)
         return self.connection
 
     return __await_impl__
-
-
-def _connected(link: Recorder, live: Any) -> None:
-    response = getattr(live, "response", None)
-    headers = response.headers.raw_items() if response is not None else []
-    link.connected(live.subprotocol, headers)
 
 
 # -- messages ---------------------------------------------------------------------
@@ -192,7 +182,11 @@ class _Taped:
     """What the sync and asyncio proxies share: taping, and the rest left to the live one."""
 
     def __init__(self, live: Any, link: Recorder) -> None:
+        """Tape ``live``, just connected: its handshake's answer first."""
         self._live, self._link = live, link
+        response = getattr(live, "response", None)
+        headers = response.headers.raw_items() if response is not None else []
+        link.connected(live.subprotocol, headers)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._live, name)
@@ -286,15 +280,14 @@ class AsyncTaped(_Taped):
 # -- replay -----------------------------------------------------------------------
 
 
-class _Replay:
+class _Replay(Replaying):
     """A connection answered from the cassette: the state both clients share."""
 
     def __init__(self, link: Player, opener: Callable[[], Any]) -> None:
         from websockets.datastructures import Headers
         from websockets.http11 import Response
 
-        self._link, self._opener = link, opener
-        self._live: Any = None  # auto: the taped live connection that took over
+        super().__init__(link, opener)
         self._rcvd: Close | None = None
         self._sent: Close | None = None
         self.id = uuid.uuid4()
@@ -306,14 +299,6 @@ class _Replay:
         headers = Headers(list(link.response_headers.items()))
         self.response = Response(101, "Switching Protocols", headers)
         self.subprotocol = link.subprotocol
-
-    def __getattribute__(self, name: str) -> Any:
-        """Once a live connection took over (`_go_live`), it answers everything public."""
-        if not name.startswith("_"):
-            live = object.__getattribute__(self, "_live")
-            if live is not None:
-                return getattr(live, name)
-        return object.__getattribute__(self, name)
 
     @property
     def state(self) -> Any:
@@ -366,19 +351,9 @@ class SyncReplay(_Replay):
         try:
             self._link.send(data)
         except NeedsLive:
-            self._go_live().send(data)
+            self._take_over(SyncTaped, SyncTaped.recv).send(data)
         with self._wake:
             self._wake.notify_all()
-
-    def _go_live(self) -> SyncTaped:
-        recorder, greeted = self._link.go_live()
-        live = self._opener()
-        _connected(recorder, live)
-        taped = SyncTaped(live, recorder)
-        for _ in range(greeted):  # the client had a greeting already
-            taped.recv()
-        self._live = taped
-        return taped
 
     def recv(self, timeout: float | None = None, decode: bool | None = None) -> str | bytes:
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -447,18 +422,8 @@ class AsyncReplay(_Replay):
         try:
             self._link.send(data)
         except NeedsLive:
-            await (await self._go_live()).send(data)
+            await (await self._atake_over(AsyncTaped, AsyncTaped.recv)).send(data)
         self._event().set()
-
-    async def _go_live(self) -> AsyncTaped:
-        recorder, greeted = self._link.go_live()
-        live = await self._opener()
-        _connected(recorder, live)
-        taped = AsyncTaped(live, recorder)
-        for _ in range(greeted):  # the client had a greeting already
-            await taped.recv()
-        self._live = taped
-        return taped
 
     async def recv(self, decode: bool | None = None) -> str | bytes:
         while self._live is None:  # another task's send may hand over to a live one

@@ -19,9 +19,10 @@ re-record it (``GHOSTRUN_MODE=record``).
 
 A `Recorder` writes its cassette when the connection closes, and when its
 session closes if the client never closed it (an agent's persistent
-connection). The adapters do the waiting (threads or tasks); this module
-reads and writes files, and the session's deck (``.._recording._deck``) keeps
-the counts and the per-key cursors.
+connection). The adapters do the waiting (threads or tasks); their replaying
+connections share `Replaying`, which hands over to a live connection when
+``auto`` must record. This module reads and writes files, and the session's
+deck (``.._recording._deck``) keeps the counts and the per-key cursors.
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ from __future__ import annotations
 import difflib
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
+from typing import Any, TypeVar
 from urllib.parse import parse_qsl
 
 from .._core._exceptions import CacheMiss, CassetteError
@@ -58,7 +60,9 @@ from .._store._wscassette import (
 )
 from ._engine import route
 
-__all__ = ["NeedsLive", "Player", "Recorder", "open_link"]
+__all__ = ["NeedsLive", "Player", "Recorder", "Replaying", "open_link"]
+
+Taped = TypeVar("Taped")
 
 
 class NeedsLive(Exception):
@@ -261,6 +265,54 @@ class Player:
             f"ghostrun: the recorded WebSocket conversation with {self.url} ends here, but the "
             "client waits for another server frame. Re-record it with GHOSTRUN_MODE=record."
         )
+
+
+class Replaying:
+    """What every adapter hands its client in place of a connection, while a `Player` answers.
+
+    In ``auto`` a client frame that no recording starts with (`NeedsLive`)
+    hands the connection over to a live one (`_take_over`, `_atake_over`):
+    from then on that taped live connection answers everything public.
+    ``opener`` makes it: the adapter's own connect, called only then.
+    """
+
+    def __init__(self, link: Player, opener: Callable[[], Any]) -> None:
+        self._link, self._opener = link, opener
+        self._live: Any = None  # auto: the taped live connection that took over
+
+    def __getattribute__(self, name: str) -> Any:
+        """Once a live connection took over, it answers everything public."""
+        if not name.startswith("_"):
+            live = object.__getattribute__(self, "_live")
+            if live is not None:
+                return getattr(live, name)
+        return object.__getattribute__(self, name)
+
+    async def _atake_over(
+        self, tape: Callable[[Any, Recorder], Taped], receive: Callable[[Taped], Awaitable[object]]
+    ) -> Taped:
+        """Connect for real, ``tape`` the live connection; it answers from now on.
+
+        The live server greets again: the greeting frames the client already had
+        from the recording are read off it with ``receive`` (taped, not handed on).
+        """
+        recorder, greeted = self._link.go_live()
+        taped = tape(await self._opener(), recorder)
+        for _ in range(greeted):
+            await receive(taped)
+        self._live = taped
+        return taped
+
+    def _take_over(
+        self, tape: Callable[[Any, Recorder], Taped], receive: Callable[[Taped], object]
+    ) -> Taped:
+        """`_atake_over` for a sync client."""
+        recorder, greeted = self._link.go_live()
+        taped = tape(self._opener(), recorder)
+        for _ in range(greeted):
+            receive(taped)
+        self._live = taped
+        return taped
 
 
 class Recorder:
