@@ -30,8 +30,6 @@ else when it is.
 from __future__ import annotations
 
 import functools
-import importlib
-import importlib.util
 import inspect
 from collections.abc import Callable, Iterable
 from http import HTTPStatus
@@ -42,7 +40,7 @@ from .._core._exceptions import UnsupportedHttpx
 from .._core._modes import Mode
 from .._store._cassette import Recording
 from ._engine import Decoder, Exchange, Tape, decoder, is_stream, route
-from ._patch import Restore, replace
+from ._patch import Restore, library, replace
 
 __all__ = ["AiohttpAdapter", "Middleware"]
 
@@ -63,9 +61,9 @@ class AiohttpAdapter:
         self.module: Any = None
 
     def check(self) -> bool:
-        if importlib.util.find_spec("aiohttp") is None:
+        self.module = library("aiohttp")
+        if self.module is None:
             return False
-        self.module = importlib.import_module("aiohttp")
         missing = _missing_hook(self.module)
         if missing:
             raise UnsupportedHttpx(

@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import importlib
-import importlib.util
 import json
 from collections.abc import Callable
 from typing import Any
@@ -30,7 +28,7 @@ from typing import Any
 from .._core._exceptions import UnsupportedHttpx
 from .._recording._session import bypass_interception
 from .._store._wscassette import Close
-from ._patch import Restore, replace
+from ._patch import Restore, library, replace
 from ._wslink import NeedsLive, Player, Recorder, Replaying, open_link
 
 __all__ = ["AiohttpWsAdapter", "adapters"]
@@ -50,9 +48,9 @@ class AiohttpWsAdapter:
         self.module: Any = None
 
     def check(self) -> bool:
-        if importlib.util.find_spec("aiohttp") is None:
+        self.module = library("aiohttp")
+        if self.module is None:
             return False
-        self.module = importlib.import_module("aiohttp")
         if not callable(self.module.ClientSession.__dict__.get("_ws_connect")):
             raise UnsupportedHttpx(
                 f"aiohttp {getattr(self.module, '__version__', '?')} has no "

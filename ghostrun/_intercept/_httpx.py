@@ -13,7 +13,6 @@ library in a `Flavor`.
 from __future__ import annotations
 
 import functools
-import importlib
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from types import ModuleType
 from typing import Any
@@ -22,7 +21,7 @@ from .._core._exceptions import UnsupportedHttpx
 from .._recording._deck import Deck
 from .._store._cassette import Recording
 from ._engine import Exchange, Tape, is_stream, route
-from ._patch import Restore, replace
+from ._patch import Restore, library, replace
 
 __all__ = ["HTTPX_FAMILY", "AsyncTransport", "Flavor", "HttpxFamilyAdapter", "Transport"]
 
@@ -41,9 +40,8 @@ class HttpxFamilyAdapter:
         self.module: Any = None
 
     def check(self) -> bool:
-        try:
-            self.module = importlib.import_module(self.module_name)
-        except ImportError:
+        self.module = library(self.module_name)
+        if self.module is None:
             return False
         for cls_name in ("Client", "AsyncClient"):
             cls = getattr(self.module, cls_name, None)

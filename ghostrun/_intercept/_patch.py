@@ -30,7 +30,8 @@ and stops waiting.
 Three small pieces serve every installer of hooks in this package (the roads
 and the guard): `Refcount`, installed while anyone holds it, `replace`, which
 sets attributes and returns the function that puts back what was there, and
-`LateImports`, which hooks a module the moment it is imported.
+`LateImports`, which hooks a module the moment it is imported. Every road's
+``check`` finds its library with `library`.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ __all__ = [
     "Refcount",
     "Restore",
     "acquire",
+    "library",
     "release",
     "replace",
     "restore_all",
@@ -114,6 +116,20 @@ class Refcount:
             self.count -= 1
             if self.count == 0:
                 self._restore()
+
+
+def library(name: str) -> ModuleType | None:
+    """An adapter's library, imported; None if it is not installed (its ``check`` says False).
+
+    Asked of ``find_spec`` rather than read from an ``ImportError``, so that a
+    library which is installed but fails to import fails loudly instead of
+    being stood aside, its requests unintercepted.
+    """
+    import importlib.util  # only here: ``import ghostrun`` imports this module, not importlib.util
+
+    if importlib.util.find_spec(name) is None:
+        return None
+    return importlib.import_module(name)
 
 
 def replace(*changes: tuple[Any, str, Any]) -> Restore:

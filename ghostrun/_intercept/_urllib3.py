@@ -28,8 +28,6 @@ from __future__ import annotations
 
 import functools
 import http.client
-import importlib
-import importlib.util
 import inspect
 import io
 import re
@@ -42,7 +40,7 @@ from urllib.parse import unquote, urlsplit
 from .._core._exceptions import UnsupportedHttpx
 from .._store._cassette import Recording
 from ._engine import Exchange, Tape, is_stream, route
-from ._patch import Restore, replace
+from ._patch import Restore, library, replace
 
 __all__ = ["Urllib3Adapter", "adapters"]
 
@@ -69,9 +67,9 @@ class Urllib3Adapter:
         self.module: Any = None
 
     def check(self) -> bool:
-        if importlib.util.find_spec("urllib3") is None:
+        self.module = library("urllib3")
+        if self.module is None:
             return False
-        self.module = importlib.import_module("urllib3")
         missing = _missing_hook(self.module)
         if missing:
             raise UnsupportedHttpx(

@@ -32,7 +32,7 @@ from typing import Any
 
 from .._core._exceptions import UnsupportedHttpx
 from .._store._wscassette import Close
-from ._patch import Restore, replace
+from ._patch import Restore, library, replace
 from ._wslink import NeedsLive, Player, Recorder, Replaying, open_link
 
 __all__ = ["WebsocketsAdapter", "adapters"]
@@ -57,7 +57,7 @@ class WebsocketsAdapter:
         self.aio: Any = None
 
     def check(self) -> bool:
-        if importlib.util.find_spec("websockets") is None:
+        if library("websockets") is None:
             return False
         self.sync = importlib.import_module("websockets.sync.client")
         self.aio = importlib.import_module("websockets.asyncio.client")
