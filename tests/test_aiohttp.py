@@ -20,7 +20,6 @@ from simulator import ProviderSimulator
 
 import ghostrun
 from ghostrun import CacheMiss, CassetteError, UnsupportedHttpx
-from ghostrun._intercept._aiohttp import AiohttpAdapter
 
 LOOPBACK = ("127.0.0.1",)
 GEMINI_KEY = "AIza" + "SyTEST0123456789abcdefghijklmnopq"  # fake, assembled at run time
@@ -547,16 +546,6 @@ def test_import_ghostrun_never_imports_aiohttp() -> None:
     code = "import sys, ghostrun; print(sorted(m for m in sys.modules if 'aiohttp' in m))"
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert run.stdout.strip() == "[]", run.stdout
-
-
-def test_without_aiohttp_the_adapter_stands_aside(monkeypatch: pytest.MonkeyPatch) -> None:
-    import importlib.util
-
-    real = importlib.util.find_spec
-    monkeypatch.setattr(
-        importlib.util, "find_spec", lambda name, *a: None if name == "aiohttp" else real(name, *a)
-    )
-    assert AiohttpAdapter().check() is False
 
 
 @pytest.mark.asyncio

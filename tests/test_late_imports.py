@@ -15,9 +15,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.machinery
-import json
-import os
-import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -28,6 +25,7 @@ from typing import Any
 import pytest
 
 from ghostrun._intercept import _patch
+from tests.fresh import run_fresh
 
 # The fake library: its code stops halfway until the test lets it go on.
 FAKE_MODULE = """
@@ -108,13 +106,7 @@ def run(tmp_path: Path, module: str, after: str, setup: str, patched: str) -> An
     package.mkdir()
     (package / "__init__.py").write_text(FAKE_MODULE.format(after=after))
     code = SCENARIO.format(module=module, setup=setup, patched=patched, restored=f"not ({patched})")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GHOSTRUN_", "PYTEST_"))}
-    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), *sys.path])
-    out = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=90
-    )
-    assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_fresh(code, path=[str(tmp_path)], timeout=90)
 
 
 def test_a_road_library_half_imported_when_the_roads_reinstall_neither_deadlocks_nor_escapes(

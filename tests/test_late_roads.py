@@ -10,12 +10,9 @@ the whole suite's (every library here is long imported).
 from __future__ import annotations
 
 import asyncio
-import json
-import os
-import subprocess
-import sys
+import importlib
+import importlib.util
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 import httpx
@@ -23,6 +20,8 @@ import pytest
 import requests
 
 import ghostrun
+from ghostrun._intercept import _patch
+from tests.fresh import run_fresh
 from tests.simulator import ProviderSimulator
 
 LIBRARIES = ("httpx", "httpx2", "aiohttp", "urllib3", "websockets", "requests")
@@ -78,16 +77,6 @@ print(json.dumps({{
 """
 
 
-def run(code: str) -> Any:
-    """Run ``code`` in a fresh interpreter outside any suite-wide mode; its last line's JSON."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GHOSTRUN_", "PYTEST_"))}
-    out = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
-    )
-    assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
 def test_opening_a_session_imports_no_http_library() -> None:
     code = (
         "import json, sys, ghostrun\n"
@@ -97,7 +86,7 @@ def test_opening_a_session_imports_no_http_library() -> None:
         "    opened = [m for m in libraries if m in sys.modules]\n"
         "print(json.dumps([before, opened]))\n"
     )
-    assert run(code) == [[], []]
+    assert run_fresh(code) == [[], []]
 
 
 def record(library: str, url: str) -> str:
@@ -136,7 +125,7 @@ def test_a_library_imported_inside_a_session_is_replayed_and_restored_at_close(
         owner=owner,
         attr=attr,
     )
-    result = run(code)
+    result = run_fresh(code)
 
     # Replayed by the road (the guard alone would refuse it as a miss), never sent.
     assert result == {
@@ -170,7 +159,7 @@ with ghostrun.session(mode="replay"):
     imported = "httpx" in sys.modules
 print(json.dumps([errors, imported]))
 """
-    assert run(code) == [["httpx has no hook"] * 2, False]
+    assert run_fresh(code) == [["httpx has no hook"] * 2, False]
 
 
 @pytest.mark.parametrize(
@@ -193,4 +182,30 @@ def test_websockets_imported_by_a_client_module_inside_a_session_is_hooked_then_
         f"original = {owner}.__dict__[{attr!r}]\n"
         "print(json.dumps([before, hooked is not original, hooked.__wrapped__ is original]))\n"
     )
-    assert run(code) == [False, True, True]
+    assert run_fresh(code) == [False, True, True]
+
+
+def _road(road: str) -> list[_patch.Adapter]:
+    """A road's adapters, made fresh."""
+    adapters: list[_patch.Adapter] = importlib.import_module(
+        f"{_patch.__package__}.{road}"
+    ).adapters()
+    return adapters
+
+
+@pytest.mark.parametrize(
+    ("road", "index"),
+    [(road, i) for road in _patch.ROADS for i in range(len(_road(road)))],
+)
+def test_an_adapter_whose_library_is_not_installed_stands_aside(
+    road: str, index: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its check says False and raises nothing: the road is skipped, not an error."""
+    adapter = _road(road)[index]
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == adapter.waits_for else real(name, *a),
+    )
+    assert adapter.check() is False

@@ -22,7 +22,6 @@ from simulator import ProviderSimulator
 
 import ghostrun
 from ghostrun import CacheMiss, UnsupportedHttpx
-from ghostrun._intercept._urllib3 import Urllib3Adapter
 
 OPENAI_KEY = "sk-" + "test-urllib3-0123456789abcdefghij"  # fake, assembled at run time
 Call = Callable[[], Any]
@@ -392,16 +391,6 @@ def test_import_ghostrun_never_imports_urllib3() -> None:
     code = "import sys, ghostrun; print(sorted(m for m in sys.modules if 'urllib3' in m))"
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert run.stdout.strip() == "[]", run.stdout
-
-
-def test_without_urllib3_the_adapter_stands_aside(monkeypatch: pytest.MonkeyPatch) -> None:
-    import importlib.util
-
-    real = importlib.util.find_spec
-    monkeypatch.setattr(
-        importlib.util, "find_spec", lambda name, *a: None if name == "urllib3" else real(name, *a)
-    )
-    assert Urllib3Adapter().check() is False
 
 
 # -- one cassette, any road ----------------------------------------------------------------
