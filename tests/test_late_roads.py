@@ -195,7 +195,11 @@ def _road(road: str) -> list[_patch.Adapter]:
 
 @pytest.mark.parametrize(
     ("road", "index"),
-    [(road, i) for road in _patch.ROADS for i in range(len(_road(road)))],
+    [
+        pytest.param(road, i, id=f"{road.lstrip('_')}-{adapter.waits_for}")
+        for road in _patch.ROADS
+        for i, adapter in enumerate(_road(road))
+    ],
 )
 def test_an_adapter_whose_library_is_not_installed_stands_aside(
     road: str, index: int, monkeypatch: pytest.MonkeyPatch
