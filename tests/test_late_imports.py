@@ -5,6 +5,8 @@ releases and another thread acquires again before A's import returns. The
 half-imported module belongs to A's import (its loader is already wrapped):
 the installer must neither wait for it under its lock (A needs that lock to
 finish, a deadlock) nor patch it half-built; A patches it as its import ends.
+And a module whose import starts while the installer is at work is watched
+already, so that import is hooked, not missed.
 Those cases run in a fresh interpreter with a timeout, so a deadlock fails
 the test instead of hanging the suite, and the interleaving is pinned with
 events inside the fake module's own code. Then, in this process: two watchers
@@ -125,6 +127,62 @@ def test_a_guarded_module_half_imported_when_the_guard_reinstalls_is_hooked_once
     hooked = "getattr(lib.insecure_channel, '__wrapped__', None) is not None"
     result = run(tmp_path, "grpc", channels, GUARD_SETUP, hooked)
     assert result == {"stuck": [], "errors": [], "patched": True, "restored": True}
+
+
+# The roads install (thread B, held inside the check of a library already imported)
+# while thread A starts importing a library they wait for.
+DURING_INSTALL = """
+import importlib, json, sys, threading, types
+gate = types.ModuleType("late_gate")
+gate.entered, gate.proceed, gate.checking = threading.Event(), threading.Event(), threading.Event()
+sys.modules["late_gate"] = gate
+sys.modules["ready_lib"] = ready = types.ModuleType("ready_lib")
+from ghostrun._intercept import _patch
+
+class Ready:
+    waits_for = "ready_lib"
+
+    def check(self):
+        gate.checking.set()
+        return gate.proceed.wait(20)
+
+    def install(self):
+        return _patch.replace((ready, "hook", "patched"))
+
+class Late(Ready):
+    waits_for = "fake_lib"
+
+    def check(self):
+        self.module = importlib.import_module("fake_lib")
+        return True
+
+    def install(self):
+        return _patch.replace((self.module, "hook", "patched"))
+
+_patch._adapters = lambda: [Ready(), Late()]
+b = threading.Thread(target=_patch.acquire, daemon=True)
+b.start()
+assert gate.checking.wait(20)
+a = threading.Thread(target=importlib.import_module, args=("fake_lib",), daemon=True)
+a.start()
+gate.entered.wait(1)  # at once if the import is not hooked; hooked, it waits for the roads
+gate.proceed.set()
+a.join(10)
+b.join(10)
+stuck = [name for name, t in (("importer", a), ("installer", b)) if t.is_alive()]
+print(json.dumps({"stuck": stuck, "patched": sys.modules["fake_lib"].hook == "patched"}))
+"""
+
+
+def test_a_road_library_whose_import_starts_while_the_roads_install_is_patched(
+    tmp_path: Path,
+) -> None:
+    """It is watched before the checks run, so its import is hooked, never missed."""
+    package = tmp_path / "fake_lib"
+    package.mkdir()
+    (package / "__init__.py").write_text(FAKE_MODULE.format(after='hook = "original"'))
+    result = run_fresh(DURING_INSTALL, path=[str(tmp_path)], timeout=90)
+    assert result == {"stuck": [], "patched": True}
 
 
 # -- in this process: modules no one else imports ------------------------------------

@@ -134,11 +134,16 @@ def install_for_suite() -> None:
 
 
 def _install() -> None:
+    """Patch the hooked modules imported; watch the others first (`_patch._install_all`)."""
     modules = {name: _late.ready(name) for name in _HOOKED}
-    for name, module in modules.items():
-        if module is not None:
-            _patch(name, module)
     _late.watch(name for name, module in modules.items() if module is None)
+    try:
+        for name, module in modules.items():
+            if module is not None:
+                _patch(name, module)
+    except BaseException:
+        _restore()
+        raise
 
 
 def _restore() -> None:

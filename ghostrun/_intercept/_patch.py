@@ -284,13 +284,24 @@ _waiting: dict[str, list[Adapter]] = {}  # module not imported yet: the adapters
 
 
 def _install_all() -> None:
+    """Install the adapters of the libraries imported; watch the others' first.
+
+    Watched before the checks run, so that a library whose import starts
+    meanwhile is patched as it ends, not missed; a check that raises stops it.
+    """
     waiting: dict[str, list[Adapter]] = {}
     for adapter in _adapters():
         waiting.setdefault(adapter.waits_for, []).append(adapter)
     imported = [name for name in waiting if _late.ready(name) is not None]
-    _restorers.extend(_install([a for name in imported for a in waiting.pop(name)]))
+    now = [adapter for name in imported for adapter in waiting.pop(name)]
     _waiting.update(waiting)
     _late.watch(waiting)
+    try:
+        _restorers.extend(_install(now))
+    except BaseException:
+        _late.stop()
+        _waiting.clear()
+        raise
 
 
 def _install(adapters: list[Adapter]) -> list[Restore]:
