@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import threading
+import types
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
@@ -425,6 +426,20 @@ def test_restoring_puts_back_the_exact_originals(cassette_dir: Any) -> None:
         assert originals() == patched
     after = originals()
     assert all(a is b for a, b in zip(after, before, strict=True))
+    assert not _guard.installed()
+    assert not any(isinstance(f, _patch.LateImports) for f in sys.meta_path)
+
+
+def test_a_hook_that_cannot_be_installed_leaves_nothing_installed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """socket is patched before grpc: a grpc without its channels makes the install fail whole."""
+    monkeypatch.setitem(sys.modules, "grpc", types.ModuleType("grpc"))
+    original = socket.getaddrinfo
+    assert not _guard.installed()
+    with pytest.raises(AttributeError, match="insecure_channel"):
+        _guard.acquire()
+    assert socket.getaddrinfo is original
     assert not _guard.installed()
     assert not any(isinstance(f, _patch.LateImports) for f in sys.meta_path)
 
