@@ -126,14 +126,14 @@ def test_a_repeated_request_reads_its_cassette_again_but_never_another(
     assert log.listed == []
 
 
-def test_recording_a_new_request_looks_for_its_cassette_once_then_writes_it_once(
+def test_recording_a_new_request_looks_for_its_cassette_once_then_creates_it_once(
     provider: ProviderSimulator, cassette_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Auto mode: the replay attempt finds no file; the write reads it again under its lock.
+    """Auto mode: the replay attempt finds no file; the write creates it, taking no lock.
 
-    The second look is the point of the lock (another process may have written
-    the file meanwhile); then one temporary file, and the directory synced once
-    for the new name.
+    One temporary file, linked to the name only if no other writer made it
+    meanwhile (`tests/test_store.py` has that writer: the lock is then taken and
+    the file read again), and the directory synced once for the new name.
     """
     cassette_dir.mkdir(parents=True, exist_ok=True)
     with (
@@ -146,9 +146,9 @@ def test_recording_a_new_request_looks_for_its_cassette_once_then_writes_it_once
 
     (path,) = cassette_dir.glob("*.json")
     names = [os.path.basename(p) for p in log.opened]
-    lock, temp = f".{path.name}.ghostrun-lock", f".{path.name}.ghostrun-tmp-{os.getpid()}-"
-    assert names[:3] == [path.name, lock, path.name] and len(names) == 5, names
-    assert names[3].startswith(temp) and names[4] == cassette_dir.name, names
+    temp = f".{path.name}.ghostrun-tmp-{os.getpid()}-"
+    assert names[0] == path.name and len(names) == 3, names
+    assert names[1].startswith(temp) and names[2] == cassette_dir.name, names
     assert log.listed == []
 
 

@@ -8,6 +8,7 @@ ignored by git; ``prune`` deletes only ghostrun's own files.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import random
@@ -291,6 +292,110 @@ def test_a_write_is_synced_to_disk_before_it_replaces_the_file(
     events.clear()
     write_atomic(tmp_path / "d" / "new.json", b"{}")
     assert events == ["fsync", "replace"]  # an existing name needs no directory sync
+
+
+def test_a_new_file_is_synced_then_linked_and_never_replaces_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ghostrun._core._files import create_atomic
+
+    events: list[str] = []
+    real_fsync, real_link = os.fsync, os.link
+    monkeypatch.setattr(os, "fsync", lambda fd: events.append("fsync") or real_fsync(fd))
+    monkeypatch.setattr(os, "link", lambda a, b: events.append("link") or real_link(a, b))
+    (tmp_path / "d").mkdir()
+    target = tmp_path / "d" / "new.json"
+    assert create_atomic(target, b"{}") is True
+    assert events == ["fsync", "link", "fsync"]  # the file, then its new name (the dir)
+    assert create_atomic(target, b"[]") is False
+    assert target.read_bytes() == b"{}"
+    assert [p.name for p in (tmp_path / "d").iterdir()] == ["new.json"]  # no temporary file
+
+
+def test_a_link_that_fails_for_a_reason_other_than_the_name_is_a_cassette_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ghostrun._core._files import create_atomic
+
+    def full(a: str, b: str) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "link", full)
+    with pytest.raises(ghostrun.CassetteError, match="No space left"):
+        create_atomic(tmp_path / "new.json", b"{}")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("path", ["without the lock", "under the lock"])
+def test_a_cassette_another_writer_creates_meanwhile_is_added_to_under_the_lock(
+    provider: ProviderSimulator,
+    cassette_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    path: str,
+) -> None:
+    """Both writers saw no file; the other one's link wins, this one's then fails.
+
+    This writer must not replace the other's file: it takes the lock, reads the
+    file and adds its response to it (auto: to the file's first run).
+    """
+    url = provider.url("/v1/chat/completions")
+    other = ghostrun.session(
+        mode="auto", cassette_dir=tmp_path / "other", hosts=LOOPBACK, name="other"
+    )
+    with other:
+        other_id = httpx.post(url, json=BODY).json()["id"]
+    (theirs,) = (tmp_path / "other").glob("*.json")
+    cassette_dir.mkdir()
+    mine = cassette_dir / theirs.name
+    real_link, real_lexists = os.link, os.path.lexists
+    opened: list[str] = []
+    real_open = os.open
+
+    def other_writer_first(source: str, target: str) -> None:
+        if os.fspath(target) == str(mine) and not mine.exists():
+            mine.write_bytes(theirs.read_bytes())
+        real_link(source, target)
+
+    def watch(name: Any, *args: Any, **kwargs: Any) -> int:
+        opened.append(os.path.basename(os.fspath(name)))
+        return real_open(name, *args, **kwargs)
+
+    monkeypatch.setattr(os, "link", other_writer_first)
+    monkeypatch.setattr(os, "open", watch)
+    if path == "under the lock":  # the file looks present at first: the lock is taken at once
+        monkeypatch.setattr(os.path, "lexists", lambda p: p == str(mine) or real_lexists(p))
+    me = ghostrun.session(mode="auto", cassette_dir=cassette_dir, hosts=LOOPBACK, name="me")
+    with me as session:
+        my_id = httpx.post(url, json=BODY).json()["id"]
+    assert session.recorded == 1
+    assert stored_ids(mine) == [other_id, my_id]
+    assert f".{mine.name}.ghostrun-lock" in opened
+    assert not [p for p in cassette_dir.iterdir() if "ghostrun-" in p.name]  # no temp, no lock
+
+
+def test_without_hard_links_a_new_cassette_is_written_under_the_lock(
+    provider: ProviderSimulator, cassette_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ghostrun._core._files as files
+
+    links: list[str] = []
+
+    def no_links(source: str, target: str) -> None:
+        links.append(os.fspath(target))
+        raise OSError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(os, "link", no_links)
+    monkeypatch.setattr(files, "_no_links", set())
+    url = provider.url("/v1/chat/completions")
+    with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=LOOPBACK) as session:
+        first = httpx.post(url, json=BODY).json()["id"]
+        second = httpx.post(url, json={**BODY, "model": "other"}).json()["id"]
+    assert session.recorded == 2
+    assert len(links) == 1  # the directory is remembered: the second write goes to the lock
+    stored = sorted(i for p in cassette_dir.glob("*.json") for i in stored_ids(p))
+    assert stored == sorted([first, second])
+    assert not [p for p in cassette_dir.iterdir() if "ghostrun-tmp" in p.name]
 
 
 # -- the cassette directory -----------------------------------------------------------------

@@ -5,7 +5,9 @@ A file is written to a temporary sibling, flushed to disk (``fsync``) and
 and power losses never leave or read half a file: a reader sees the old
 content or the new, never an empty or a truncated one. When a write creates a
 file (or a directory) the directory itself is synced too, so the new name
-survives a power loss.
+survives a power loss. `create_atomic` makes a file that must not exist yet:
+the synced temporary file is hard-linked to the name, which fails if another
+writer made it first, so creators need no lock (`ghostrun._core._lock`).
 
 Temporary files are named ``.<name>.ghostrun-tmp-<pid>-<thread>-<n>``: a
 killed process may leave one behind, and `is_temp` / `temp_owner` let
@@ -21,6 +23,7 @@ Directories are created only by writes: reading never creates anything, so a
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
 import os
 import threading
@@ -34,6 +37,7 @@ __all__ = [
     "GITIGNORE",
     "LOCK_SUFFIX",
     "TEMP_MARK",
+    "create_atomic",
     "dump_json",
     "ensure_dir",
     "is_lock",
@@ -57,6 +61,12 @@ GITIGNORE = (
 )
 _READ_SIZE = 1 << 16
 _serial = itertools.count()
+# link() errors saying a file system has no hard links (FAT, some network shares);
+# EINVAL is what Windows reports for a volume without them.
+_NO_LINK_ERRORS = frozenset(
+    {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errno.EINVAL}
+)
+_no_links: set[str] = set()  # directories where link() said so: `create_atomic` gives way
 _PRETTY = orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
 
 
@@ -98,6 +108,55 @@ def write_atomic(
     writes a file per request.
     """
     path = os.fspath(path)
+    tmp = _synced_temp(path, data, root, make_root)
+    try:
+        created = not os.path.lexists(path)
+        os.replace(tmp, path)
+    except BaseException as exc:
+        _discard(tmp)
+        if isinstance(exc, OSError):
+            raise _cannot_write(path, exc) from exc
+        raise
+    if created:
+        _sync_dir(os.path.dirname(path))
+
+
+def create_atomic(path: str | os.PathLike[str], data: bytes) -> bool:
+    """Write a new file at ``path`` as `write_atomic` does, only if nothing has that name yet.
+
+    False, with nothing written, if something has it, or if the directory's file
+    system has no hard links: the caller then takes the file's lock and reads what
+    is there (`ghostrun._core._lock`). The synced temporary file is linked to the
+    name, which fails if the name exists, so two writers creating one file at once
+    never overwrite each other and need no lock. A recording writes a new cassette
+    per request: the lock file it spares is an inode made and freed for each, which
+    on a file system without a journal costs about as much as the write itself
+    (ext4 then steps over every recently freed inode for each file it makes).
+    """
+    path = os.fspath(path)
+    head = os.path.dirname(path)
+    if head in _no_links:
+        return False
+    tmp = _synced_temp(path, data, None, True)
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        return False
+    except OSError as exc:
+        if exc.errno not in _NO_LINK_ERRORS:
+            raise _cannot_write(path, exc) from exc
+        _no_links.add(head)
+        return False
+    finally:
+        _discard(tmp)  # once linked, the file keeps its new name: no inode is freed
+    _sync_dir(head)
+    return True
+
+
+def _synced_temp(
+    path: str, data: bytes, root: str | os.PathLike[str] | None, make_root: bool
+) -> str:
+    """A new temporary sibling of ``path`` holding ``data``, flushed to disk: its name."""
     head, name = os.path.split(path)
     tmp = os.path.join(head, temp_name(name))
     try:
@@ -115,16 +174,21 @@ def write_atomic(
             os.fsync(fd)
         finally:
             os.close(fd)
-        created = not os.path.lexists(path)
-        os.replace(tmp, path)
-        if created:
-            _sync_dir(head)
     except BaseException as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+        _discard(tmp)
         if isinstance(exc, OSError):
-            raise CassetteError(f"cannot write {path}: {exc.strerror or exc}") from exc
+            raise _cannot_write(path, exc) from exc
         raise
+    return tmp
+
+
+def _cannot_write(path: str, exc: OSError) -> CassetteError:
+    return CassetteError(f"cannot write {path}: {exc.strerror or exc}")
+
+
+def _discard(tmp: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(tmp)
 
 
 def temp_name(name: str) -> str:
@@ -153,7 +217,7 @@ def _create(tmp: str, directory: str, root: str | os.PathLike[str] | None, make:
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
     try:
         return os.open(tmp, flags, 0o666)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # ensure_dir says which, or makes it
         ensure_dir(directory or ".", root, make_root=make)
         return os.open(tmp, flags, 0o666)
 

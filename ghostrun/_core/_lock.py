@@ -5,7 +5,9 @@ the entry, replace the file. Two writers doing it at once (two ``pytest -n``
 workers, two scripts, two threads) would each replace the file with their own
 view, and one response would be lost. `cassette_lock` serialises them with an
 advisory lock on a sibling file, ``.<key>.json.ghostrun-lock``; the writer
-re-reads the cassette once it holds the lock.
+re-reads the cassette once it holds the lock. Creating a cassette takes no lock:
+the new file is linked to its name only if the name is free
+(`ghostrun._core._files.create_atomic`), and a writer that finds it taken comes here.
 
 POSIX: ``fcntl.flock`` (every ``open`` takes its own lock, so threads of one
 process exclude each other too; the kernel drops the lock when a process

@@ -272,9 +272,10 @@ class Deck:
 
         An authentication failure (401, 403, 407) is handed on but never written:
         replayed, it would keep answering "bad key" long after the key was fixed.
-        The write is a read-modify-write of the cassette under its lock
-        (`ghostrun._core._lock`): the file is read again once the lock is held, so a
-        response another session or process added meanwhile is kept.
+        A key with no cassette yet gets a new file, made only if none appeared
+        meanwhile (`_create`). Any other write is a read-modify-write of the cassette
+        under its lock (`ghostrun._core._lock`): the file is read again once the lock
+        is held, so a response another session or process added meanwhile is kept.
         """
         if recording.status in _AUTH_FAILURES:
             return
@@ -282,17 +283,12 @@ class Deck:
         path = self._prefix + key + ".json"
         with self._lock:
             entry = self._entry(info, recording)
-            ensure_dir(self.cassette_dir)
-            with cassette_lock(path):
-                cassette = self._cassette_for_writing(info)
-                label = self._run_for_writing(key, cassette)
-                if self._replaces_transient(key, cassette, label):
-                    cassette.raw_responses.pop(cassette.run(label)[-1])
-                    self.recorded -= 1
-                    del self.trail[_last_index(self.trail, (key, "recorded"))]
-                cassette.request = entry["request"]
-                index = cassette.add(entry["response"], label)
-                cassette.save()
+            if os.path.lexists(path) or not self._create(path, info, entry):
+                ensure_dir(self.cassette_dir)
+                with cassette_lock(path):
+                    index = self._add_locked(path, info, entry)
+            else:
+                index = 0
             self._cursor[key] = index + 1
             self._recorded_here[key] = self._recorded_here.get(key, 0) + 1
             if recording.transient:
@@ -301,6 +297,44 @@ class Deck:
                 self._transient_at.pop(key, None)
             self.recorded += 1
             self.trail.append((info.key, "recorded"))
+
+    def _create(self, path: str, info: RequestInfo, entry: dict[str, Any]) -> bool:
+        """Write the key's first cassette, holding this one response; False if a file is there.
+
+        No lock: the file is made by a link that fails if the name exists
+        (`Cassette.create`), so of two sessions creating it at once one makes it and
+        the other finds it made, then adds to it under the lock. A new file's run is
+        the session's own, whatever the mode (`_run_for_writing` on an empty cassette).
+        """
+        cassette = Cassette(path, info.key, entry["request"], [])
+        cassette.add(entry["response"], self.name)
+        if not cassette.create():
+            return False
+        if self.mode is not Mode.RECORD:
+            self._run_of[info.key] = self.name
+        return True
+
+    def _add_locked(self, path: str, info: RequestInfo, entry: dict[str, Any]) -> int:
+        """The read-modify-write, under the cassette's lock: the response's index in its run.
+
+        A file missing here too is created as `_create` does (a writer without the
+        lock may be making it); if one appeared meanwhile, it is read and added to.
+        """
+        key = info.key
+        cassette = Cassette.load(path)
+        if cassette is None:
+            if self._create(path, info, entry):
+                return 0
+            cassette = self._cassette_for_writing(info)
+        label = self._run_for_writing(key, cassette)
+        if self._replaces_transient(key, cassette, label):
+            cassette.raw_responses.pop(cassette.run(label)[-1])
+            self.recorded -= 1
+            del self.trail[_last_index(self.trail, (key, "recorded"))]
+        cassette.request = entry["request"]
+        index = cassette.add(entry["response"], label)
+        cassette.save()
+        return index
 
     def _cassette_for_writing(self, info: RequestInfo) -> Cassette:
         """The cassette as it is on disk now (read under its lock), or a new one.

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from .._core._exceptions import CassetteError
-from .._core._files import dump_json, write_atomic
+from .._core._files import create_atomic, dump_json, write_atomic
 from .._wire._bodies import (
     decode_body,
     encode_body,
@@ -116,13 +116,21 @@ class Cassette:
         return None if found is None else cls(path, *found)
 
     def save(self) -> None:
+        """Write the file, replacing what is there (under the cassette's lock)."""
+        write_atomic(self.path, self._dumped())
+
+    def create(self) -> bool:
+        """Write the file only if there is none yet; False if there is (`create_atomic`)."""
+        return create_atomic(self.path, self._dumped())
+
+    def _dumped(self) -> bytes:
         document = {
             "key": self.key,
             "request": _sorted(self.request),
             "responses": [_ordered_response(raw) for raw in self.raw_responses],
             "version": FORMAT_VERSION,
         }
-        write_atomic(self.path, dump_json(document, sort_keys=False))
+        return dump_json(document, sort_keys=False)
 
     # -- runs ----------------------------------------------------------------------------
 
