@@ -267,18 +267,24 @@ def measure(row: Row, rep: int, simulator: Simulator | None = None) -> None:
 
 
 def interleave(rows: list[Row], reps: int, data: Path) -> None:
-    """A B C A B C ...: each repetition runs every contender once, in turn."""
+    """A B C A B C ...: each repetition runs every contender once, in turn.
+
+    W4 records into a fresh directory each time, and removes them all only once
+    every repetition ran: removing a directory frees its inodes, and on a file
+    system without a journal (this machine's ext4) each file made in the next
+    minutes steps over every recently freed inode, so the next repetitions of
+    ghostrun, and only they, would pay for the runner's clean-up.
+    """
     workload = rows[0].workload
     with _upstream(workload, rows) as simulator:
         for rep in range(reps):
             print(f"\r  {workload.upper()}: repetition {rep + 1}/{reps}", end="", flush=True)
             for row in rows:
-                if workload == "w4":  # records into a fresh directory each time
+                if workload == "w4":
                     row.spec["cassettes"] = str(data / "w4" / f"{row.contender}-{rep}")
                 measure(row, rep, simulator)
-                if workload == "w4":
-                    for recorded in Path(row.spec["cassettes"]).parent.glob(f"{row.contender}-*"):
-                        shutil.rmtree(recorded, ignore_errors=True)
+    if workload == "w4":
+        shutil.rmtree(data / "w4", ignore_errors=True)
     print(flush=True)
 
 
