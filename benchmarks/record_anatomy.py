@@ -11,9 +11,10 @@ partial recordings run ghostrun's own code up to a step and no further: the
 session with nothing written; + the cassette entry built and redacted; + the
 file created (without any ``fsync``); + the file synced; then the whole write,
 the directory synced for the new name. Each row's excess over the row above is
-that step's cost, its side effects on the SDK's own work included (a
-blocking ``fsync`` hands the core to another process, whose work then evicts
-the SDK's from the caches).
+that step's cost, its side effects on the SDK's own work included: the
+steps that enter the kernel add user time too, not only system time (while a
+``fsync`` blocks, another process runs, and the SDK's next call may find the
+caches cold).
 
 Each ghostrun block records into a new directory, as a first recording does,
 and every directory is kept until the end: removing one frees its inodes, and
