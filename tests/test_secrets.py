@@ -1485,6 +1485,69 @@ def test_in_replay_the_requests_secrets_are_remembered_too(
     assert key not in run_log_text(run_log)
 
 
+def _chat_carrying(provider: ProviderSimulator, keys: tuple[str, str, str], prompt: str) -> str:
+    """A chat request carrying a key in a header, a query parameter and a body field."""
+    header_key, param_key, body_key = keys
+    with httpx.Client() as client:
+        response = client.post(
+            provider.url("/v1/chat/completions"),
+            params={"key": param_key},
+            headers={"x-api-key": header_key},
+            json={"model": "m", "messages": [{"role": "user", "content": prompt}], "token": body_key},
+        )
+    return str(response.json()["choices"][0]["message"]["content"])
+
+
+def _keys() -> tuple[str, str, str]:
+    return tuple(random_secrets.token_hex(16) for _ in range(3))  # type: ignore[return-value]
+
+
+def test_a_replayed_requests_secrets_are_collected_at_the_first_scrub(
+    run_log: Any, provider: ProviderSimulator, cassette_dir: Path
+) -> None:
+    """Replay only holds a request; the run log's scrub collects its secrets, wherever they were."""
+    from ghostrun._secrets import _redact
+
+    keys = _keys()  # no known shape: only the request's own secrets can mask them
+    with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=HOSTS):
+        _chat_carrying(provider, keys, PROMPT)
+    _redact._held.collect()
+    _redact._remembered.clear()  # a fresh process replays
+    provider.stop()
+    with ghostrun.session(mode="replay", cassette_dir=cassette_dir, hosts=HOSTS):
+        reply = _chat_carrying(provider, keys, PROMPT)
+        assert not set(keys) & set(_redact._remembered)  # held, not collected yet
+        ghostrun.expect(f"{reply} (sent with {' and '.join(keys)})").contains("Echo")
+    text = run_log_text(run_log)
+    assert "Echo" in text
+    for key in keys:
+        assert key not in text
+    assert not _redact._held.requests
+
+
+def test_replayed_requests_past_the_byte_bound_are_collected_at_once(
+    provider: ProviderSimulator, cassette_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Held requests are bounded by their bytes: past the bound, collected and let go."""
+    from ghostrun._secrets import _redact
+
+    prompt = "a long prompt " * 200  # 2,800 bytes: two such requests pass the bound below
+    first, second = _keys(), _keys()
+    with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=HOSTS):
+        _chat_carrying(provider, first, prompt)
+        _chat_carrying(provider, second, prompt)
+    _redact._held.collect()
+    _redact._remembered.clear()
+    monkeypatch.setattr(_redact, "_MAX_HELD_BYTES", 6000)
+    with ghostrun.session(mode="replay", cassette_dir=cassette_dir, hosts=HOSTS):
+        _chat_carrying(provider, first, prompt)
+        assert len(_redact._held.requests) == 1
+        assert not set(first) & set(_redact._remembered)  # under the bound: only held
+        _chat_carrying(provider, second, prompt)
+        assert not _redact._held.requests and _redact._held.size == 0
+        assert set(first) | set(second) <= set(_redact._remembered)  # no scrub needed
+
+
 def test_a_miss_message_in_the_run_log_is_scrubbed(
     run_log: Any, provider: ProviderSimulator, cassette_dir: Path
 ) -> None:

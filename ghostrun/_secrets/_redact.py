@@ -21,10 +21,12 @@ Applied to every entry before it is written:
    in a redirect's body, are masked (the server made them: the request never
    carried them).
 
-Every credential collected is remembered for the process (requests replayed
-too, read lazily), so run logs and verdict files are scrubbed of them
-(`scrub_text`), along with what the session's ``redact=`` hook removed from its
-cassettes (`learn_hook_edits`).
+Every credential collected is remembered for the process, so run logs and
+verdict files are scrubbed of them (`scrub_text`), along with what the
+session's ``redact=`` hook removed from its cassettes (`learn_hook_edits`). A
+replayed request writes no cassette, so its credentials are collected only
+when a scrub first needs them (`defer_secrets`): every file besides cassettes
+is written through `scrub_text`, which collects what is held first.
 
 The match key is computed from the unredacted request, so none of this ever
 changes what replays.
@@ -39,7 +41,7 @@ import json
 import re
 import threading
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import parse_qsl
 
 import orjson
@@ -71,6 +73,7 @@ from ._mask import (
 
 __all__ = [
     "MASK",
+    "Request",
     "collect_secrets",
     "defer_secrets",
     "entry_secrets",
@@ -223,12 +226,33 @@ _BASE64_KINDS = ("base64", "chunks_base64")
 _BASE64_MARKERS = ('"base64"', '"chunks_base64"')
 _WALK_MARKS = (*_BASE64_MARKERS, "\\u", "\\U")
 _MAX_REMEMBERED = 1024
-_MAX_DEFERRED = 256
 _MIN_HOOK_EDIT = 4  # a shorter edit of the hook's is not applied to run logs
+# Replayed requests held for a later scrub (`defer_secrets`), counted as their body and
+# URL plus an allowance for their headers (an SDK sends 0.4-1 KB; they are not read to
+# count them). Past the bound they are collected at once and let go: a suite that never
+# writes a run log holds at most about this much (objects included, an OpenAI SDK
+# request held is about 4 KB of memory, 0.6 KB of it its request's bytes).
+_MAX_HELD_BYTES = 8 * 1024 * 1024
+_HEADER_ALLOWANCE = 1024
 
 _remembered: dict[str, None] = {}  # insertion-ordered: the oldest are forgotten first
-_deferred: list[Any] = []
 _lock = threading.Lock()
+
+
+class Request(Protocol):
+    """A request as the deck describes it (``_recording._deck.RequestInfo``): what
+    `request_secrets` reads. A protocol, since this layer sits below the deck's."""
+
+    @property
+    def url(self) -> str: ...
+    @property
+    def headers(self) -> Iterable[tuple[str, str]]: ...
+    @property
+    def query(self) -> Iterable[tuple[str, str]]: ...
+    @property
+    def body(self) -> bytes: ...
+    @property
+    def content_type(self) -> str: ...
 
 
 def keep_request_header(name: str) -> bool:
@@ -282,8 +306,8 @@ def collect_secrets(
     return secrets
 
 
-def request_secrets(request: Any) -> frozenset[str]:
-    """Every credential a request (a `RequestInfo`) carried, wherever it was (remembered)."""
+def request_secrets(request: Request) -> frozenset[str]:
+    """Every credential a request carried, wherever it was (remembered)."""
     part = {"url": request.url, "body": request_body(request.body, request.content_type)}
     secrets = collect_secrets(request.headers, request.query) | entry_secrets(part)
     _remember(secrets)
@@ -451,23 +475,49 @@ def _remember(secrets: frozenset[str]) -> None:
             del _remembered[next(iter(_remembered))]
 
 
-def defer_secrets(request: Any) -> None:
-    """A replayed request: its secrets are collected when a scrub first needs them.
+class _Held:
+    """Replayed requests whose credentials no scrub has needed yet, and their bytes."""
 
-    The replay path only appends; `scrub_text` (run logs, verdicts) reads them.
+    __slots__ = ("lock", "requests", "size")
+
+    def __init__(self) -> None:
+        # Held while collecting: a scrub never reads what is remembered while another
+        # thread is still collecting the requests it took.
+        self.lock = threading.Lock()
+        self.requests: list[Request] = []
+        self.size = 0
+
+    def add(self, request: Request) -> None:
+        with self.lock:
+            self.requests.append(request)
+            self.size += len(request.body) + len(request.url) + _HEADER_ALLOWANCE
+            if self.size > _MAX_HELD_BYTES:
+                self._collect()
+
+    def collect(self) -> None:
+        with self.lock:
+            self._collect()
+
+    def _collect(self) -> None:
+        requests, self.requests, self.size = self.requests, [], 0
+        for request in requests:  # oldest first: the newest stay remembered longest
+            request_secrets(request)
+
+
+_held = _Held()
+
+
+def defer_secrets(request: Request) -> None:
+    """A replayed request: its credentials are collected when a scrub first needs them.
+
+    Replay writes no cassette, and every other file is written through
+    `scrub_text`, which collects what is held first; until then the request's
+    headers, URL and body (already in memory) are only held, up to
+    `_MAX_HELD_BYTES`: past it, they are collected at once and let go. Collecting
+    costs about 5 % of a replay (a second parse of the body and a walk of its
+    strings), which a run that writes no run log never pays.
     """
-    _deferred.append(request)
-    if len(_deferred) > _MAX_DEFERRED:
-        _read_deferred()
-
-
-def _read_deferred() -> None:
-    while True:
-        try:
-            request = _deferred.pop()
-        except IndexError:
-            return
-        request_secrets(request)
+    _held.add(request)
 
 
 def learn_hook_edits(before: Any, after: Any, edits: dict[str, str]) -> None:
@@ -530,7 +580,7 @@ def scrub_text(
 ) -> str:
     """A text with secret shapes and every credential seen so far in this process masked,
     and a session's hook ``edits`` applied: for run logs and verdict files."""
-    _read_deferred()
+    _held.collect()
     with _lock:
         known = frozenset(_remembered)
     known = candidates(text, known | _worth_masking(secrets))
