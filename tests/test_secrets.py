@@ -1493,7 +1493,11 @@ def _chat_carrying(provider: ProviderSimulator, keys: tuple[str, str, str], prom
             provider.url("/v1/chat/completions"),
             params={"key": param_key},
             headers={"x-api-key": header_key},
-            json={"model": "m", "messages": [{"role": "user", "content": prompt}], "token": body_key},
+            json={
+                "model": "m",
+                "messages": [{"role": "user", "content": prompt}],
+                "token": body_key,
+            },
         )
     return str(response.json()["choices"][0]["message"]["content"])
 
@@ -1546,6 +1550,30 @@ def test_replayed_requests_past_the_byte_bound_are_collected_at_once(
         _chat_carrying(provider, second, prompt)
         assert not _redact._held.requests and _redact._held.size == 0
         assert set(first) | set(second) <= set(_redact._remembered)  # no scrub needed
+
+
+@pytest.mark.parametrize("lib", [httpx, httpx2])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        [(b"Authorization", b"Bearer sk-abc"), (b"X-Api-Key", b"k1"), (b"x-api-key", b"k2")],
+        [(b"Cookie", b"a=b; c=d"), (b"X-Name", "caf\u00e9".encode())],  # UTF-8, not ASCII
+        [(b"X-Name", "caf\u00e9".encode("latin-1")), (b"api-key", b"\xff\xfe")],  # neither
+        [],
+    ],
+)
+def test_held_headers_read_back_as_the_request_gave_them(
+    lib: Any, raw: list[tuple[bytes, bytes]]
+) -> None:
+    """A replayed request's headers, held flat (raw while ASCII), thaw to its own pairs."""
+    from ghostrun._intercept._httpx import _HeaderPairs
+    from ghostrun._secrets._redact import _thawed
+
+    headers = lib.Headers(raw)
+    assert _thawed(_HeaderPairs(headers).frozen()) == headers.multi_items()
+    built = _HeaderPairs(headers)
+    list(built)  # read once (a non-JSON body's content type): held as read
+    assert _thawed(built.frozen()) == headers.multi_items()
 
 
 def test_a_miss_message_in_the_run_log_is_scrubbed(

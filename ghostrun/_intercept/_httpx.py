@@ -13,12 +13,14 @@ library in a `Flavor`.
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+import itertools
+from collections.abc import AsyncIterator, Callable, Iterator
 from types import ModuleType
 from typing import Any
 
 from .._core._exceptions import UnsupportedHttpx
-from .._recording._deck import Deck
+from .._recording._deck import Deck, LazyHeaders
+from .._secrets._redact import Frozen
 from .._store._cassette import Recording
 from ._engine import Exchange, Tape, is_stream, route
 from ._patch import Restore, library, replace
@@ -128,7 +130,7 @@ def _received(headers: Any) -> list[tuple[str, str]]:
     return [(k.decode(encoding), v.decode(encoding)) for k, v in headers.raw]
 
 
-class _HeaderPairs(Sequence[tuple[str, str]]):
+class _HeaderPairs(LazyHeaders):
     """``headers.multi_items()``, built when first read: replaying JSON never reads them."""
 
     __slots__ = ("_headers", "_items")
@@ -150,6 +152,14 @@ class _HeaderPairs(Sequence[tuple[str, str]]):
 
     def __iter__(self) -> Iterator[tuple[str, str]]:
         return iter(self._list())
+
+    def frozen(self) -> Frozen:
+        """The raw pairs, flat, while they are all ASCII: httpx would decode them as ASCII."""
+        if self._items is None:
+            raw = tuple(itertools.chain.from_iterable(self._headers.raw))
+            if b"".join(raw).isascii():
+                return raw
+        return super().frozen()
 
 
 # -- one library's classes -----------------------------------------------------------

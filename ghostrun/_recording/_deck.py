@@ -21,6 +21,7 @@ each one's use; this module imports neither.
 from __future__ import annotations
 
 import copy
+import itertools
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -38,6 +39,7 @@ from .._core._lock import cassette_lock
 from .._core._modes import Mode
 from .._core._telemetry import TELEMETRY_URLS, UrlList
 from .._secrets._redact import (
+    Frozen,
     collect_secrets,
     defer_secrets,
     keep_request_header,
@@ -56,6 +58,7 @@ __all__ = [
     "Arguments",
     "Deck",
     "Hook",
+    "LazyHeaders",
     "Redactor",
     "RequestInfo",
     "carries_miss",
@@ -110,6 +113,19 @@ class Arguments(NamedTuple):
     block_network: bool | None
 
 
+class LazyHeaders(Sequence[tuple[str, str]]):
+    """A road's request headers, built when first read: replaying JSON never reads them.
+
+    `frozen` is how a replayed request's headers are held until a scrub needs them
+    (`_secrets._redact.defer_secrets`): a road may hand them over without building them.
+    """
+
+    __slots__ = ()
+
+    def frozen(self) -> Frozen:
+        return tuple(itertools.chain.from_iterable(self))
+
+
 class RequestInfo:
     """What a deck needs to know about a request, whichever library sent it."""
 
@@ -133,6 +149,13 @@ class RequestInfo:
         if self._content_type is None:
             self._content_type = _content_type(self.headers)
         return self._content_type
+
+    def frozen_headers(self) -> Frozen:
+        """The headers flat, ``(name, value, ...)``, to be held (`LazyHeaders.frozen`)."""
+        headers = self.headers
+        if isinstance(headers, LazyHeaders):
+            return headers.frozen()
+        return tuple(itertools.chain.from_iterable(headers))
 
 
 class Deck:

@@ -73,6 +73,7 @@ from ._mask import (
 
 __all__ = [
     "MASK",
+    "Frozen",
     "Request",
     "collect_secrets",
     "defer_secrets",
@@ -227,21 +228,25 @@ _BASE64_MARKERS = ('"base64"', '"chunks_base64"')
 _WALK_MARKS = (*_BASE64_MARKERS, "\\u", "\\U")
 _MAX_REMEMBERED = 1024
 _MIN_HOOK_EDIT = 4  # a shorter edit of the hook's is not applied to run logs
-# Replayed requests held for a later scrub (`defer_secrets`), counted as their body and
-# URL plus an allowance for their headers (an SDK sends 0.4-1 KB; they are not read to
-# count them). Past the bound they are collected at once and let go: a suite that never
-# writes a run log holds at most about this much (objects included, an OpenAI SDK
-# request held is about 4 KB of memory, 0.6 KB of it its request's bytes).
+# Replayed requests held for a later scrub (`defer_secrets`), counted by their bytes
+# (URL, body, header names and values). Past the bound they are collected at once and
+# let go. An OpenAI SDK request counts about 0.6 KB and takes about 2 KB of memory held.
 _MAX_HELD_BYTES = 8 * 1024 * 1024
-_HEADER_ALLOWANCE = 1024
 
 _remembered: dict[str, None] = {}  # insertion-ordered: the oldest are forgotten first
 _lock = threading.Lock()
 
 
+Frozen = tuple[str, ...] | tuple[bytes, ...]
+"""A request's headers held flat, ``(name, value, name, value, ...)``: as text, or as the
+raw bytes while they are all ASCII (which decode alike in every encoding a library may
+pick). One tuple of strings, which the garbage collector stops tracking, not an object."""
+
+
 class Request(Protocol):
     """A request as the deck describes it (``_recording._deck.RequestInfo``): what
-    `request_secrets` reads. A protocol, since this layer sits below the deck's."""
+    `request_secrets` and `defer_secrets` read. A protocol, since this layer sits below
+    the deck's."""
 
     @property
     def url(self) -> str: ...
@@ -253,6 +258,7 @@ class Request(Protocol):
     def body(self) -> bytes: ...
     @property
     def content_type(self) -> str: ...
+    def frozen_headers(self) -> Frozen: ...
 
 
 def keep_request_header(name: str) -> bool:
@@ -308,8 +314,20 @@ def collect_secrets(
 
 def request_secrets(request: Request) -> frozenset[str]:
     """Every credential a request carried, wherever it was (remembered)."""
-    part = {"url": request.url, "body": request_body(request.body, request.content_type)}
-    secrets = collect_secrets(request.headers, request.query) | entry_secrets(part)
+    return _request_secrets(
+        request.url, request.headers, request.query, request.body, request.content_type
+    )
+
+
+def _request_secrets(
+    url: str,
+    headers: Iterable[tuple[str, str]],
+    query: Iterable[tuple[str, str]],
+    body: bytes,
+    content_type: str,
+) -> frozenset[str]:
+    part = {"url": url, "body": request_body(body, content_type)}
+    secrets = collect_secrets(headers, query) | entry_secrets(part)
     _remember(secrets)
     return secrets
 
@@ -475,8 +493,17 @@ def _remember(secrets: frozenset[str]) -> None:
             del _remembered[next(iter(_remembered))]
 
 
+_Snapshot = tuple[str, bytes, tuple[tuple[str, str], ...], Frozen]  # url, body, query, headers
+
+
 class _Held:
-    """Replayed requests whose credentials no scrub has needed yet, and their bytes."""
+    """Replayed requests whose credentials no scrub has needed yet, and their bytes.
+
+    Each is held as one tuple of strings and bytes (`_Snapshot`), never as the
+    request's objects: thousands of these cost the garbage collector nothing,
+    where thousands of held requests (a few objects each) cost a W1 replay about
+    as much in full collections as collecting their secrets would have.
+    """
 
     __slots__ = ("lock", "requests", "size")
 
@@ -484,13 +511,15 @@ class _Held:
         # Held while collecting: a scrub never reads what is remembered while another
         # thread is still collecting the requests it took.
         self.lock = threading.Lock()
-        self.requests: list[Request] = []
+        self.requests: list[_Snapshot] = []
         self.size = 0
 
     def add(self, request: Request) -> None:
+        url, body, headers = request.url, request.body, request.frozen_headers()
+        size = len(url) + len(body) + sum(map(len, headers))
         with self.lock:
-            self.requests.append(request)
-            self.size += len(request.body) + len(request.url) + _HEADER_ALLOWANCE
+            self.requests.append((url, body, tuple(request.query), headers))
+            self.size += size
             if self.size > _MAX_HELD_BYTES:
                 self._collect()
 
@@ -500,8 +529,16 @@ class _Held:
 
     def _collect(self) -> None:
         requests, self.requests, self.size = self.requests, [], 0
-        for request in requests:  # oldest first: the newest stay remembered longest
-            request_secrets(request)
+        for url, body, query, frozen in requests:  # oldest first: the newest stay remembered
+            headers = _thawed(frozen)
+            content_type = next((v for n, v in headers if n == "content-type"), "")
+            _request_secrets(url, headers, query, body, content_type)
+
+
+def _thawed(frozen: Frozen) -> list[tuple[str, str]]:
+    """Held headers as the request's (lower-case name, value) pairs again."""
+    texts = [item.decode("ascii") if isinstance(item, bytes) else item for item in frozen]
+    return [(name.lower(), value) for name, value in zip(texts[::2], texts[1::2], strict=True)]
 
 
 _held = _Held()
@@ -512,10 +549,10 @@ def defer_secrets(request: Request) -> None:
 
     Replay writes no cassette, and every other file is written through
     `scrub_text`, which collects what is held first; until then the request's
-    headers, URL and body (already in memory) are only held, up to
-    `_MAX_HELD_BYTES`: past it, they are collected at once and let go. Collecting
-    costs about 5 % of a replay (a second parse of the body and a walk of its
-    strings), which a run that writes no run log never pays.
+    URL, body, query and headers are only held, up to `_MAX_HELD_BYTES`: past
+    it, they are collected at once and let go. Collecting costs a few per cent of
+    a replay (a second parse of the body and a walk of its strings), which a run
+    that writes no run log never pays.
     """
     _held.add(request)
 
