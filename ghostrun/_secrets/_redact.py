@@ -230,8 +230,9 @@ _MAX_REMEMBERED = 1024
 _MIN_HOOK_EDIT = 4  # a shorter edit of the hook's is not applied to run logs
 # Replayed requests held for a later scrub (`defer_secrets`), counted by their bytes
 # (URL, body, header names and values). Past the bound they are collected at once and
-# let go. An OpenAI SDK request counts about 0.6 KB and takes about 2 KB of memory held.
-_MAX_HELD_BYTES = 8 * 1024 * 1024
+# let go. An OpenAI SDK chat request counts about 0.6 KB and takes about 2 KB of memory
+# held (measured with tracemalloc), so about 7,000 of them fill it (some 14 MB).
+_MAX_HELD_BYTES = 4 * 1024 * 1024
 
 _remembered: dict[str, None] = {}  # insertion-ordered: the oldest are forgotten first
 _lock = threading.Lock()
