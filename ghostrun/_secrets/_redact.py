@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import collections
 import functools
 import json
 import re
@@ -494,7 +495,8 @@ def _remember(secrets: frozenset[str]) -> None:
             del _remembered[next(iter(_remembered))]
 
 
-_Snapshot = tuple[str, bytes, tuple[tuple[str, str], ...], Frozen]  # url, body, query, headers
+_Snapshot = tuple[str, bytes, tuple[tuple[str, str], ...], Frozen, int]
+"""A held request: URL, body, query, headers (flat) and the bytes they count."""
 
 
 class _Held:
@@ -512,14 +514,14 @@ class _Held:
         # Held while collecting: a scrub never reads what is remembered while another
         # thread is still collecting the requests it took.
         self.lock = threading.Lock()
-        self.requests: list[_Snapshot] = []
+        self.requests: collections.deque[_Snapshot] = collections.deque()
         self.size = 0
 
     def add(self, request: Request) -> None:
         url, body, headers = request.url, request.body, request.frozen_headers()
         size = len(url) + len(body) + sum(map(len, headers))
         with self.lock:
-            self.requests.append((url, body, tuple(request.query), headers))
+            self.requests.append((url, body, tuple(request.query), headers, size))
             self.size += size
             if self.size > _MAX_HELD_BYTES:
                 self._collect()
@@ -529,8 +531,11 @@ class _Held:
             self._collect()
 
     def _collect(self) -> None:
-        requests, self.requests, self.size = self.requests, [], 0
-        for url, body, query, frozen in requests:  # oldest first: the newest stay remembered
+        """Oldest first, so the newest stay remembered longest; one at a time, so a
+        request that fails to be read costs no other its collection."""
+        while self.requests:
+            url, body, query, frozen, size = self.requests.popleft()
+            self.size -= size
             headers = _thawed(frozen)
             content_type = next((v for n, v in headers if n == "content-type"), "")
             _request_secrets(url, headers, query, body, content_type)
