@@ -24,6 +24,7 @@ import json
 import re
 import socket
 import socketserver
+import string
 import struct
 import threading
 import time
@@ -213,6 +214,8 @@ class ProviderSimulator(Served):
         are written, as TCP may (inside an event, inside a character).
       signed_params: query parameters of the signed URL ``/hostile/redirect``
         sends its client to.
+      aws_padding: add the ``"p"`` padding field real Bedrock adds to each event-stream
+        payload (a random-length run of letters, against length side channels).
     """
 
     def __init__(self, *, models: Iterable[str] = DEFAULT_OLLAMA_MODELS) -> None:
@@ -230,10 +233,12 @@ class ProviderSimulator(Served):
         self.delta_pieces: Callable[[str], list[str]] | None = None
         self.rechunk: Callable[[list[bytes]], list[bytes]] | None = None
         self.signed_params: dict[str, str] = {}
+        self.aws_padding = False
         self._lock = threading.Lock()
         self._requests: list[ReceivedRequest] = []
         self._faults: list[_Fault] = []
         self._break_after: int | None = None
+        self._pads = 0
         self._stopping = threading.Event()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -732,7 +737,7 @@ class ProviderSimulator(Served):
             ("messageStop", {"stopReason": "tool_use" if turn.tool else "end_turn"}),
             ("metadata", {"metrics": {"latencyMs": 7}, "usage": _bedrock_usage(turn)}),
         ]
-        frames = [_aws_event(name, data) for name, data in events]
+        frames = [_aws_event(name, self._padded(data)) for name, data in events]
         reply = _Reply(content_type="application/vnd.amazon.eventstream", events=frames)
         return _aws_request_id(reply, call.seq)
 
@@ -746,11 +751,20 @@ class ProviderSimulator(Served):
         sse = self._anthropic_messages(dataclasses.replace(call, request=streamed))
         events = [json.loads(e.split(b"data: ", 1)[1]) for e in sse.events or []]
         frames = [
-            _aws_event("chunk", {"bytes": base64.b64encode(_aws_payload(e)).decode()})
+            _aws_event("chunk", self._padded({"bytes": base64.b64encode(_aws_payload(e)).decode()}))
             for e in events
         ]
         reply = _Reply(content_type="application/vnd.amazon.eventstream", events=frames)
         return _aws_request_id(reply, call.seq)
+
+    def _padded(self, payload: JSON) -> JSON:
+        """An event-stream payload with Bedrock's ``"p"`` padding, when ``aws_padding`` is set."""
+        if not self.aws_padding:
+            return payload
+        with self._lock:
+            self._pads += 1
+            size = 1 + self._pads * 7 % 40
+        return {**payload, "p": (string.ascii_letters + string.digits)[:size]}
 
     # -- hostile echoes: what a careless upstream does with credentials --------------
 

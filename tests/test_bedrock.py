@@ -253,13 +253,20 @@ def _invoke_stream_text(client: Any) -> list[str]:
     return [e["delta"]["text"] for e in events if e["type"] == "content_block_delta"]
 
 
+@pytest.mark.parametrize("padded", [False, True], ids=["unpadded", "padded"])
 @pytest.mark.parametrize("cut", [20, 75], ids=["inside-the-token", "after-it"])
 @pytest.mark.parametrize("call", [_converse_stream_text, _invoke_stream_text])
 def test_a_token_the_model_spells_over_two_delta_events_is_masked(
-    call: Callable[[Any], list[str]], cut: int, provider: ProviderSimulator, cassette_dir: Path
+    call: Callable[[Any], list[str]],
+    cut: int,
+    padded: bool,
+    provider: ProviderSimulator,
+    cassette_dir: Path,
 ) -> None:
     """An event-stream's JSON payloads, and the events their base64 ``bytes`` carry, are
-    masked together, as a stream's SSE events are, and the masked stream still decodes."""
+    masked together, as a stream's SSE events are, and the masked stream still decodes.
+    Real Bedrock pads each payload with a ``"p"`` field beside the ``bytes``."""
+    provider.aws_padding = padded
     provider.reply = f"your token is {SESSION_TOKEN}, keep it"
     provider.delta_pieces = lambda text: [text[:cut], text[cut:]]
 

@@ -1037,9 +1037,9 @@ def test_property_a_secret_spelled_over_websocket_frames_is_masked(
 
 
 @settings(max_examples=150, deadline=None)
-@given(secret=ANY_SECRET, cuts=FRACTIONS, carried=st.booleans())
+@given(secret=ANY_SECRET, cuts=FRACTIONS, carried=st.booleans(), padded=st.booleans())
 def test_property_a_secret_spelled_over_event_stream_events_is_masked(
-    secret: str, cuts: list[float], carried: bool
+    secret: str, cuts: list[float], carried: bool, padded: bool
 ) -> None:
     def written(secret: str) -> str:
         chunks = []
@@ -1047,6 +1047,8 @@ def test_property_a_secret_spelled_over_event_stream_events_is_masked(
             event: Any = {"contentBlockIndex": 0, "delta": {"text": piece}}
             if carried:  # InvokeModelWithResponseStream: the event as base64 bytes
                 event = {"bytes": base64.b64encode(json.dumps(event).encode()).decode()}
+            if padded:  # real Bedrock pads every payload
+                event["p"] = "abcdefghijklmnopqrstuvwxyz"[: 1 + len(piece) % 26]
             chunks.append([{"headers": [":event-type: chunk"], "json": event}])
         entry = {
             "request": {"method": "POST", "url": "https://bedrock.example.test/invoke"},

@@ -711,9 +711,10 @@ def _across_eventstream(body: dict[str, Any], compiled: Any) -> dict[str, Any]:
     """An AWS event-stream body whose JSON payloads are masked together: a model may
     spell a key over two ``contentBlockDelta`` events, as over two SSE events.
 
-    A payload that is only ``{"bytes": <base64 JSON>}`` (InvokeModelWithResponseStream)
-    is read, masked and encoded again as the event it carries, so that a mask never
-    lands inside its base64 and the stream still decodes on replay.
+    A payload ``{"bytes": <base64 JSON>}`` (InvokeModelWithResponseStream; real Bedrock
+    adds a ``"p"`` padding field beside it) is read, masked and encoded again as the
+    event it carries, so that a mask never lands inside its base64 and the stream
+    still decodes on replay.
     """
     chunks = body["eventstream"]
     if not isinstance(chunks, list):
@@ -736,7 +737,7 @@ def _across_eventstream(body: dict[str, Any], compiled: Any) -> dict[str, Any]:
             if value == event:
                 continue
             data = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
-            value = {"bytes": base64.b64encode(data).decode("ascii")}
+            value = {**payload, "bytes": base64.b64encode(data).decode("ascii")}
         elif value is event:
             continue
         out[c][f] = {**out[c][f], "json": value}
@@ -745,8 +746,11 @@ def _across_eventstream(body: dict[str, Any], compiled: Any) -> dict[str, Any]:
 
 
 def _carried(payload: Any) -> Any:
-    """The event a ``{"bytes": <base64 JSON>}`` payload carries, else the payload."""
-    if isinstance(payload, dict) and len(payload) == 1 and isinstance(payload.get("bytes"), str):
+    """The event a ``{"bytes": <base64 JSON>, ...}`` payload carries, else the payload.
+
+    Whatever else the payload holds (Bedrock's ``"p"`` padding) does not hide the event.
+    """
+    if isinstance(payload, dict) and isinstance(payload.get("bytes"), str):
         try:
             return orjson.loads(base64.b64decode(payload["bytes"], validate=True))
         except (binascii.Error, ValueError):
