@@ -1250,6 +1250,63 @@ def test_credential_fields_by_rule_in_a_json_body_sent_as_text(
     assert session.replayed == 1
 
 
+def _send_form(how: str, url: str, fields: dict[str, str]) -> None:
+    """A form POST as each road sends one: urlencoded, or multipart beside a binary file."""
+    import asyncio
+
+    import aiohttp
+    import requests
+
+    upload = {"file": ("clip.wav", b"RIFF\x00\xff" + bytes(range(256)), "audio/wav")}
+    if how == "httpx-form":
+        httpx.post(url, data=fields)
+    elif how == "requests-form":
+        requests.post(url, data=fields, timeout=10)
+    elif how == "requests-multipart":
+        requests.post(url, data=fields, files=upload, timeout=10)
+    elif how == "httpx-multipart":
+        httpx.post(url, data=fields, files=upload)
+    else:
+
+        async def post() -> None:
+            async with aiohttp.ClientSession() as http, http.post(url, data=fields) as response:
+                await response.read()
+
+        asyncio.run(post())
+
+
+@pytest.mark.parametrize(
+    "how",
+    ["httpx-form", "requests-form", "aiohttp-form", "httpx-multipart", "requests-multipart"],
+)
+def test_a_form_credential_field_is_masked_whatever_its_value(
+    how: str, provider: ProviderSimulator, cassette_dir: Path
+) -> None:
+    """An OAuth password grant's password may be a plain word: too plain to be masked as an
+    exact value, it is still masked in the stored form by its field's name, as a JSON body's
+    credential field is, and the request replays with another password."""
+    password, secret = "correcthorsebattery", "staple"
+    fields = {
+        "grant_type": "password",
+        "username": "bob",
+        "password": password,
+        "client_secret": secret,
+    }
+    with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=HOSTS):
+        _send_form(how, provider.url("/v1/audio/transcriptions"), fields)
+    assert_nothing_of(cassette_dir, [password])
+    assert_not_on_disk(cassette_dir, [f"={secret}", f"\r\n\r\n{secret}"])
+    (path,) = (p for p in written_files(cassette_dir) if p.suffix == ".json")
+    written = b"".join(blobs(path))
+    assert b"grant_type" in written and b"bob" in written and MASK.encode() in written
+
+    provider.stop()
+    other = {**fields, "password": "another-password", "client_secret": "other"}
+    with ghostrun.session(mode="replay", cassette_dir=cassette_dir, hosts=HOSTS) as session:
+        _send_form(how, provider.url("/v1/audio/transcriptions"), other)
+    assert session.replayed == 1
+
+
 def test_a_password_property_of_a_tool_schema_is_structure(
     provider: ProviderSimulator, cassette_dir: Path
 ) -> None:

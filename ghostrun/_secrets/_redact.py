@@ -43,7 +43,7 @@ import re
 import threading
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, unquote_plus
 
 import orjson
 
@@ -220,6 +220,8 @@ _AUTH_PARAMS = re.compile(
 )
 _COOKIE_NAME = re.compile(r"(?:^|;)\s*[^=;\s]+=")
 _FORM = re.compile(r"[^=&\s]+=[^&\s]*(?:&[^=&\s]+=[^&\s]*)*")
+_FORM_TYPE = "application/x-www-form-urlencoded"
+_FORM_PAIR = re.compile(r"(?:^|(?<=&))([^=&]+)=([^&]*)")
 # A query parameter inside a URL in a text (``?key=…``, ``&amp;sig=…`` in HTML).
 _URL_PARAM = re.compile(r"(?<=[?&;])([A-Za-z0-9_.\-]+)=([^&\s\"'<>#\\]+)")
 _URL_HEADERS = ("location", "content-location")
@@ -414,11 +416,19 @@ def _basic_parts(token: str) -> set[str]:
     return {decoded, password, user}
 
 
+def _is_form(text: Any, content_type: str) -> bool:
+    """A text body read as a form: said so by its content type (as the key reads it), or
+    shaped like one."""
+    if not isinstance(text, str):
+        return False
+    return content_type.lower().startswith(_FORM_TYPE) or bool(_FORM.fullmatch(text.strip()))
+
+
 def _form_secrets(body: dict[str, Any], content_type: str) -> set[str]:
     """Values of the credential parameters of a form or multipart body."""
     found: set[str] = set()
     text = body.get("text")
-    if isinstance(text, str) and _FORM.fullmatch(text.strip()):
+    if isinstance(text, str) and _is_form(text, content_type):
         for name, value in parse_qsl(text.strip(), keep_blank_values=True):
             if is_credential_param(name):
                 found.add(value)
@@ -661,6 +671,8 @@ def redact_entry(entry: dict[str, Any], secrets: frozenset[str]) -> dict[str, An
         body = request.get("body")
         if isinstance(body, dict) and "json" in body and has_credential_field(body["json"]):
             request = {**request, "body": {**body, "json": _mask_fields(body["json"])}}
+        elif isinstance(body, dict) and ("text" in body or "base64" in body):
+            request = {**request, "body": _mask_form_fields(body, _content_type(request))}
         text = _text_of(request)
         if text is None or SHAPE_START.search(text):
             request = _mask_shapes(request)
@@ -908,6 +920,35 @@ def _mask_fields(value: Any, *, inside: bool = False) -> Any:
     if inside and isinstance(value, str | int | float) and not isinstance(value, bool):
         return MASK if value != "" else value
     return value
+
+
+def _mask_form_fields(body: dict[str, Any], content_type: str) -> dict[str, Any]:
+    """A form or multipart body with each credential parameter's value masked, whatever it
+    is: the names are read by rule, as `_mask_fields` reads a JSON body's (``password=``
+    holding a plain word is still a password)."""
+    text = body.get("text")
+    if isinstance(text, str) and _is_form(text, content_type):
+        masked = _FORM_PAIR.sub(_masked_form_pair, text)
+        return body if masked == text else {**body, "text": masked}
+    if not content_type.lower().startswith("multipart/"):
+        return body
+    data = _stored_bytes(body)
+    out = data
+    for name, content, raw in multipart_parts(data, content_type) or ():
+        if name and is_credential_param(name) and content.strip():
+            out = out.replace(raw, raw[: len(raw) - len(content)] + MASK.encode(), 1)
+    if out == data:
+        return body
+    if isinstance(text, str):
+        return {**body, "text": out.decode("utf-8", "replace")}
+    return {**body, "base64": base64.b64encode(out).decode("ascii")}
+
+
+def _masked_form_pair(match: re.Match[str]) -> str:
+    name, value = match.group(1), match.group(2)
+    if value.strip() and is_credential_param(unquote_plus(name).strip()):
+        return f"{name}={MASK}"
+    return match.group(0)
 
 
 def _mask_shapes(value: Any) -> Any:
