@@ -36,7 +36,7 @@ from google import genai
 from google.genai import types as genai_types
 from hypothesis import HealthCheck, Phase, assume, example, given, settings
 from hypothesis import strategies as st
-from simulator import ProviderSimulator
+from simulator import ProviderSimulator, RawReply
 
 import ghostrun
 from ghostrun._secrets._mask import mask_chunks, patterns
@@ -1464,6 +1464,66 @@ def test_a_secret_split_across_a_stream_is_masked(
         replayed = STREAMERS[sdk](provider, token("sk-proj-"))
     assert session.replayed == 1
     assert replayed == live.replace(key, MASK)
+
+
+def _chat_chunk(content: str) -> dict[str, Any]:
+    choice = {"index": 0, "delta": {"content": content}, "finish_reason": None}
+    return {"id": "chatcmpl-1", "object": "chat.completion.chunk", "choices": [choice]}
+
+
+def _sse_spelled(value: dict[str, Any], form: str) -> bytes:
+    """One chat chunk as an SSE event, written in one of the ways SSE and JSON allow."""
+    text = json.dumps(value)
+    if form == "lone CR line ends":
+        return f"data: {text}\r\r".encode()
+    if form == "CRLF line ends":
+        return f"data: {text}\r\n\r\n".encode()
+    if form == "JSON over several data lines":
+        lines = json.dumps(value, indent=1).split("\n")
+        return ("".join(f"data: {line}\n" for line in lines) + "\n").encode()
+    if form == "a duplicate key":
+        return f'data: {{"id": "first", {text[1:]}\n\n'.encode()
+    if form == "a lone surrogate escape":
+        return f'data: {{"system_fingerprint": "fp\\ud83d", {text[1:]}\n\n'.encode()
+    raise AssertionError(form)
+
+
+@pytest.mark.parametrize(
+    "form",
+    [
+        "CRLF line ends",
+        "lone CR line ends",
+        "JSON over several data lines",
+        "a duplicate key",
+        "a lone surrogate escape",
+    ],
+)
+def test_a_key_split_across_events_is_masked_however_the_stream_is_spelled(
+    form: str, provider: ProviderSimulator, cassette_dir: Path
+) -> None:
+    """The openai SDK reads each of these streams (SSE lines may end in a lone CR, an
+    event's data may span lines; its json keeps a duplicate key's last value and takes a
+    lone surrogate): each event is read as the SDK reads it, so a key the model spells
+    over two of them is found, and the masked stream replays."""
+    key = token("sk-proj-")
+    text = f"your key is {key}, keep it"
+    half = text.index(key) + len(key) // 2
+    events = [_sse_spelled(_chat_chunk(piece), form) for piece in (text[:half], text[half:])]
+    events.append(b"data: [DONE]" + (b"\r\r" if "CR" in form else b"\n\n"))
+    provider.raw_replies["spelled"] = RawReply(
+        200, [("content-type", "text/event-stream")], chunks=events
+    )
+
+    def chat(mode: str) -> str:
+        with ghostrun.session(mode=mode, cassette_dir=cassette_dir, hosts=HOSTS):
+            client = openai.OpenAI(base_url=provider.url("/raw/spelled"), api_key=key)
+            stream = client.chat.completions.create(model="m", messages=MESSAGES, stream=True)
+            return "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+
+    assert chat("record") == text
+    assert_nothing_of(cassette_dir, [key])
+    provider.stop()
+    assert chat("replay") == text.replace(key, MASK)
 
 
 def test_chunk_boundaries_are_kept_and_a_moved_one_is_said(

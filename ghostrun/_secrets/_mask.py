@@ -17,6 +17,8 @@ secret moves to the end of the mask, and the caller is told which moved.
 from __future__ import annotations
 
 import base64
+import bisect
+import contextlib
 import functools
 import html
 import itertools
@@ -42,6 +44,9 @@ MASK = "[REDACTED]"
 _MIN_FORM = 8  # no form of a secret worth masking is shorter
 _JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _AFTER_TOKEN = re.compile(r"\s*:")
+_LINE = re.compile(r"([^\r\n]*)(?:\r\n|\r|\n|$)")
+_SSE_DATA = re.compile(r"[\r\n]data:")
+_SSE_FIELDS = ("event:", "id:", "retry:", ":")  # lines of an SSE event beside its data
 
 _ESCAPE_MARKS = frozenset("%\\&+")
 _JSON_ESCAPE = re.compile(r"\\+([uU][0-9a-fA-F]{4}|[\"/\\])")
@@ -283,9 +288,10 @@ def _split_edited(
 def _across_events(joined: str, compiled: Patterns) -> list[Edit]:
     """Edits masking secrets that only the joined string fields of several events show."""
     groups: dict[tuple[Any, ...], list[tuple[int, int, str]]] = {}
-    for offset, payload in _documents(joined):
-        for path, span, value in _string_fields(payload):
-            groups.setdefault(path, []).append((offset + span[0], offset + span[1], value))
+    for payload, segments in _documents(joined):
+        for path, (start, end), value in _string_fields(payload):
+            at = _in_joined(segments, start)  # a string token never spans two lines
+            groups.setdefault(path, []).append((at, at + end - start, value))
     edits: list[Edit] = []
     for pieces in groups.values():
         if len(pieces) > 1:
@@ -293,22 +299,71 @@ def _across_events(joined: str, compiled: Patterns) -> list[Edit]:
     return sorted(edits)
 
 
-def _documents(joined: str) -> Iterable[tuple[int, str]]:
-    """Each JSON document of a stream: an SSE ``data:`` line, an NDJSON line, or the whole
-    text when it is one JSON array (Gemini's stream without ``alt=sse``)."""
+Segments = list[tuple[int, int]]  # (offset in a document, offset in the stream) of each line
+
+
+def _in_joined(segments: Segments, offset: int) -> int:
+    """Where an offset in a document is in the stream."""
+    start, at = segments[bisect.bisect_right(segments, offset, key=lambda s: s[0]) - 1]
+    return at + offset - start
+
+
+def _documents(joined: str) -> Iterable[tuple[str, Segments]]:
+    """Each JSON document of a stream, and where its lines are in the stream.
+
+    A document is an SSE event's data (its ``data:`` lines joined by newlines, as an SDK
+    reads them: JSON may be spread over several), an NDJSON line, or the whole text when
+    it is one JSON array (Gemini's stream without ``alt=sse``). Lines end as SSE lets
+    them: CRLF, LF or a lone CR.
+    """
     stripped = joined.lstrip()
-    if stripped.startswith("[") and "\ndata:" not in joined:
-        yield len(joined) - len(stripped), stripped
+    if stripped.startswith("[") and not _SSE_DATA.search(joined):
+        yield stripped, [(0, len(joined) - len(stripped))]
         return
-    offset = 0
-    for line in joined.split("\n"):
-        start = offset
-        offset += len(line) + 1
+    data: list[tuple[int, str]] = []  # the current SSE event's data lines: (offset, text)
+    for match in _LINE.finditer(joined):
+        start, line = match.start(), match.group(1)
         if line.startswith("data:"):
-            start, line = start + 5, line[5:]
-        body = line.strip()
+            value, at = line[5:], start + 5
+            if value.startswith(" "):
+                value, at = value[1:], at + 1
+            data.append((at, value))
+        elif not line or not line.startswith(_SSE_FIELDS):
+            yield from _event_documents(data)
+            data = []
+            body = line.strip()
+            if body[:1] in ("{", "["):  # an NDJSON line
+                yield body, [(0, start + len(line) - len(line.lstrip()))]
+        if match.end() == len(joined):
+            break
+    yield from _event_documents(data)
+
+
+def _event_documents(data: list[tuple[int, str]]) -> Iterable[tuple[str, Segments]]:
+    """One SSE event's data as a document; each line alone if together they are no JSON."""
+    payload = "\n".join(text for _at, text in data)
+    if len(data) > 1 and _parses(payload):
+        segments, offset = [], 0
+        for at, text in data:
+            segments.append((offset, at))
+            offset += len(text) + 1
+        yield payload, segments
+        return
+    for at, text in data:
+        body = text.strip()
         if body[:1] in ("{", "["):
-            yield start + (len(line) - len(line.lstrip())), body
+            yield body, [(0, at + len(text) - len(text.lstrip()))]
+
+
+def _parses(payload: str) -> bool:
+    try:
+        orjson.loads(payload)
+    except orjson.JSONDecodeError:
+        try:
+            json.loads(payload)
+        except ValueError:
+            return False
+    return True
 
 
 def _string_fields(payload: str) -> list[tuple[tuple[Any, ...], tuple[int, int], str]]:
@@ -317,24 +372,34 @@ def _string_fields(payload: str) -> list[tuple[tuple[Any, ...], tuple[int, int],
     A path carries the ``index`` fields of the objects on the way (``choices[].index``,
     Anthropic's block ``index``), so parallel choices or blocks are never joined.
     """
-    try:
-        value = orjson.loads(payload)
-    except orjson.JSONDecodeError:
-        return []
-    leaves: list[tuple[tuple[Any, ...], str]] = []
-    _leaves(value, (), leaves, top=True)
     tokens = [m for m in _JSON_STRING.finditer(payload) if not _AFTER_TOKEN.match(payload, m.end())]
+    leaves: list[tuple[tuple[Any, ...], str]] = []
+    with contextlib.suppress(orjson.JSONDecodeError):  # not JSON, or orjson refuses it
+        _leaves(orjson.loads(payload), (), leaves, top=True)
     if len(tokens) != len(leaves):
-        return []  # a duplicate key: no sure map from values to tokens
+        # A duplicate key (orjson keeps one of its values) or a lone surrogate escape
+        # (orjson refuses it; the SDKs' json does not): read again, every member kept.
+        leaves = []
+        try:
+            _leaves(json.loads(payload, object_pairs_hook=_Members), (), leaves, top=True)
+        except ValueError:
+            return []
+        if len(tokens) != len(leaves):
+            return []
     return [(path, m.span(), text) for (path, text), m in zip(leaves, tokens, strict=True)]
+
+
+class _Members(list[tuple[str, Any]]):
+    """An object's members in order, a duplicate key's too (the second reading)."""
 
 
 def _leaves(
     value: Any, path: tuple[Any, ...], out: list[tuple[tuple[Any, ...], str]], *, top: bool = False
 ) -> None:
-    if isinstance(value, dict):
-        marks = tuple((k, v) for k, v in value.items() if k.endswith("index") and type(v) is int)
-        for key, item in value.items():
+    if isinstance(value, dict | _Members):
+        members = value.items() if isinstance(value, dict) else value
+        marks = tuple((k, v) for k, v in members if k.endswith("index") and type(v) is int)
+        for key, item in members:
             _leaves(item, (*path, *marks, key), out)
     elif isinstance(value, list):
         for index, item in enumerate(value):  # a top array's elements are its events
@@ -365,7 +430,7 @@ def _group_edits(joined: str, pieces: list[tuple[int, int, str]], compiled: Patt
             position = max(position, min(b, hi))
         new.append(text[position:hi])
         token = joined[start:end]
-        if orjson.loads(token) != value:
+        if json.loads(token) != value:
             continue  # never write a token whose value was not what was read
         edits.append((start, end, _encoded("".join(new), ascii_only=token.isascii())))
     return edits
@@ -381,4 +446,4 @@ def _within_one(span: tuple[int, int], pieces: list[tuple[int, int, str]]) -> bo
 
 
 def _encoded(value: str, *, ascii_only: bool) -> str:
-    return json.dumps(value) if ascii_only else orjson.dumps(value).decode("utf-8")
+    return json.dumps(value, ensure_ascii=ascii_only)
