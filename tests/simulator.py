@@ -693,7 +693,7 @@ class ProviderSimulator(Served):
         if turn.tool:
             pieces: list[JSON] = [{"functionCall": {"name": turn.tool, "args": turn.args}}]
         else:
-            pieces = [{"text": p} for p in _pieces(turn.text)] or [{"text": ""}]
+            pieces = [{"text": p} for p in self._text_pieces(turn.text)] or [{"text": ""}]
         if call.params["method"] == "generateContent":
             whole = [{"text": turn.text}] if not turn.tool else pieces
             return _json(chunk(whole, last=True))

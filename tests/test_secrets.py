@@ -1526,6 +1526,94 @@ def test_a_key_split_across_events_is_masked_however_the_stream_is_spelled(
     assert chat("replay") == text.replace(key, MASK)
 
 
+def _gemini_array(road: str, url: str, key: str) -> str:
+    """Gemini's stream without ``alt=sse``: one JSON array of chunks; the text they spell."""
+    import asyncio
+
+    import aiohttp
+    import requests
+
+    headers = {"x-goog-api-key": key}
+    if road == "httpx":
+        raw = httpx.post(url, json=GEMINI_BODY, headers=headers).content
+    elif road == "requests":
+        raw = requests.post(url, json=GEMINI_BODY, headers=headers, timeout=10).content
+    else:
+
+        async def post() -> bytes:
+            async with (
+                aiohttp.ClientSession() as http,
+                http.post(url, json=GEMINI_BODY, headers=headers) as response,
+            ):
+                return await response.read()
+
+        raw = asyncio.run(post())
+    return "".join(
+        part["text"]
+        for chunk in json.loads(raw)
+        for part in chunk["candidates"][0]["content"]["parts"]
+    )
+
+
+@pytest.mark.parametrize("spelled", ["compact", "as Gemini pretty-prints it"])
+@pytest.mark.parametrize("road", ["httpx", "requests", "aiohttp"])
+def test_a_key_split_across_the_chunks_of_a_json_array_stream_is_masked(
+    road: str, spelled: str, provider: ProviderSimulator, cassette_dir: Path
+) -> None:
+    """Gemini's streamGenerateContent without alt=sse answers application/json: a body
+    read whole, not a stream, whose array elements are the stream's chunks."""
+    key = token("AIzaSy", 17)
+    text = f"your key is {key}, keep it"
+    provider.reply = text
+    provider.delta_pieces = _halves(key)
+    path = "/v1beta/models/gemini-2.0-flash:streamGenerateContent"
+    if spelled != "compact":  # pretty chunks, each separated by ",\r\n"
+        pieces = _halves(key)(text)
+        chunks = [
+            json.dumps(
+                {"candidates": [{"content": {"parts": [{"text": p}]}, "index": 0}]}, indent=2
+            )
+            for p in pieces
+        ]
+        body = ("[" + "\n,\r\n".join(chunks) + "]").encode()
+        provider.raw_replies["gemini"] = RawReply(200, [("content-type", "application/json")], body)
+        path = "/raw/gemini" + path
+
+    with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=HOSTS):
+        assert _gemini_array(road, provider.url(path), key) == text
+    assert_nothing_of(cassette_dir, [key])
+    provider.stop()
+    with ghostrun.session(mode="replay", cassette_dir=cassette_dir, hosts=HOSTS) as session:
+        assert _gemini_array(road, provider.url(path), token("AIzaSy", 17)) == text.replace(
+            key, MASK
+        )
+    assert session.replayed == 1
+
+
+def test_a_key_split_across_sse_events_served_as_plain_text_is_masked(
+    provider: ProviderSimulator, cassette_dir: Path
+) -> None:
+    """The openai SDK reads a stream as SSE whatever its content type; a proxy may send
+    one as text/plain, which is recorded as a body read whole."""
+    key = token("sk-proj-")
+    text = f"your key is {key}, keep it"
+    events = [f"data: {json.dumps(_chat_chunk(p))}\n\n".encode() for p in _halves(key)(text)]
+    provider.raw_replies["plain"] = RawReply(
+        200, [("content-type", "text/plain")], chunks=[*events, b"data: [DONE]\n\n"]
+    )
+
+    def chat(mode: str) -> str:
+        with ghostrun.session(mode=mode, cassette_dir=cassette_dir, hosts=HOSTS):
+            client = openai.OpenAI(base_url=provider.url("/raw/plain"), api_key=key)
+            stream = client.chat.completions.create(model="m", messages=MESSAGES, stream=True)
+            return "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+
+    assert chat("record") == text
+    assert_nothing_of(cassette_dir, [key])
+    provider.stop()
+    assert chat("replay") == text.replace(key, MASK)
+
+
 def test_chunk_boundaries_are_kept_and_a_moved_one_is_said(
     provider: ProviderSimulator, cassette_dir: Path
 ) -> None:

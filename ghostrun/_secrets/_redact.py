@@ -225,6 +225,8 @@ _FORM_PAIR = re.compile(r"(?:^|(?<=&))([^=&]+)=([^&]*)")
 # A query parameter inside a URL in a text (``?key=…``, ``&amp;sig=…`` in HTML).
 _URL_PARAM = re.compile(r"(?<=[?&;])([A-Za-z0-9_.\-]+)=([^&\s\"'<>#\\]+)")
 _URL_HEADERS = ("location", "content-location")
+# A text body that may hold a stream's events: a JSON array, SSE data lines or NDJSON lines.
+_MAY_STREAM = re.compile(r"\A\s*\[|^data:|\}[ \t]*[\r\n]\s*\{", re.MULTILINE)
 _STREAM_KINDS = ("sse", "ndjson", "chunks", "chunks_base64")
 _BASE64_KINDS = ("base64", "chunks_base64")
 _BASE64_MARKERS = ('"base64"', '"chunks_base64"')
@@ -699,9 +701,12 @@ def _mask_exact(entry: dict[str, Any], secrets: frozenset[str]) -> dict[str, Any
     compiled = patterns(secrets)
     response = entry.get("response")
     body = response.get("body") if isinstance(response, dict) else None
-    if isinstance(response, dict) and isinstance(body, dict) and "eventstream" in body:
-        body = _across_eventstream(body, compiled)
-        entry = {**entry, "response": {**response, "body": body}}
+    if isinstance(response, dict) and isinstance(body, dict):
+        read = _across_eventstream(body, compiled) if "eventstream" in body else body
+        read = _across_whole_body(read, compiled)
+        if read is not body:
+            body = read
+            entry = {**entry, "response": {**response, "body": body}}
     kind = _stream_kind(body)
     if kind is None or not isinstance(response, dict) or not isinstance(body, dict):
         return (
@@ -717,6 +722,25 @@ def _mask_exact(entry: dict[str, Any], secrets: frozenset[str]) -> dict[str, Any
     if moved:
         rest["response"]["masked_across_chunks"] = moved
     return rest
+
+
+def _across_whole_body(body: dict[str, Any], compiled: Any) -> dict[str, Any]:
+    """A body read whole that holds a stream's events, masked across them: Gemini's
+    ``streamGenerateContent`` without ``alt=sse`` answers one JSON array of chunks as
+    ``application/json``, and a server may send SSE or NDJSON under another type.
+
+    The events' joined fields are searched even when no whole secret is in the body
+    (the fast check `_may_hold` only sees whole ones).
+    """
+    if set(body) - {"json", "format"} == set() and isinstance(body.get("json"), list):
+        events = body["json"]
+        masked = mask_events(events, compiled)
+        return body if masked is events else {**body, "json": masked}
+    text = body.get("text")
+    if len(body) == 1 and isinstance(text, str) and _MAY_STREAM.search(text):
+        (masked_text,), _moved = mask_chunks([text], compiled)
+        return body if masked_text == text else {"text": masked_text}
+    return body
 
 
 def _across_eventstream(body: dict[str, Any], compiled: Any) -> dict[str, Any]:
