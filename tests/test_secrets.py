@@ -1614,6 +1614,45 @@ def test_a_key_split_across_sse_events_served_as_plain_text_is_masked(
     assert chat("replay") == text.replace(key, MASK)
 
 
+@pytest.mark.parametrize("where", ["in a comment line", "inside the first event"])
+def test_a_key_split_across_the_events_of_a_stream_that_is_not_all_utf8_is_masked(
+    where: str, provider: ProviderSimulator, cassette_dir: Path
+) -> None:
+    """One stray Latin-1 byte makes a stream binary (stored as base64); httpx still reads
+    its lines (decoding with replacement), and its events are searched all the same."""
+    key = token("sk-proj-")
+    text = f"your key is {key}, keep it"
+    events = [f"data: {json.dumps(_chat_chunk(p))}\n\n".encode() for p in _halves(key)(text)]
+    if where == "in a comment line":
+        events.insert(0, b": caf\xe9\n\n")
+    else:
+        events[1] = events[1].replace(b'"object"', b'"note": "caf\xe9", "object"')
+    provider.raw_replies["latin"] = RawReply(
+        200, [("content-type", "text/event-stream")], chunks=[*events, b"data: [DONE]\n\n"]
+    )
+
+    def chat(mode: str) -> tuple[str, bytes]:
+        url = provider.url("/raw/latin/chat/completions")
+        with (
+            ghostrun.session(mode=mode, cassette_dir=cassette_dir, hosts=HOSTS),
+            httpx.Client() as client,
+            client.stream("POST", url, json={"stream": True}, headers={"api-key": key}) as reply,
+        ):
+            lines = list(reply.iter_lines())
+            deltas = [json.loads(line[6:]) for line in lines if line.startswith("data: {")]
+            said = "".join(d["choices"][0]["delta"]["content"] for d in deltas)
+            return said, "\n".join(lines).encode()
+
+    live, _ = chat("record")
+    assert live == text
+    assert "chunks_base64" in stored(cassette_dir)[0]["responses"][0]["body"]
+    assert_nothing_of(cassette_dir, [key])
+    provider.stop()
+    replayed, raw = chat("replay")
+    assert replayed == text.replace(key, MASK)
+    assert "caf\N{REPLACEMENT CHARACTER}".encode() in raw  # the stray byte replays as it came
+
+
 def test_chunk_boundaries_are_kept_and_a_moved_one_is_said(
     provider: ProviderSimulator, cassette_dir: Path
 ) -> None:

@@ -216,26 +216,48 @@ def _edited(text: AnyStr, edits: Sequence[Edit]) -> AnyStr:
 
 
 def mask_chunks(chunks: list[AnyStr], compiled: Patterns) -> tuple[list[AnyStr], list[int]]:
-    """Mask a stream's chunks as one text; text chunks also across their events' fields.
+    """Mask a stream's chunks as one text, and across their events' fields (bytes too).
 
     Returns the chunks, in their boundaries where the mask allows, and the
     indices of the chunks whose start moved (to the end of a mask).
     """
     if not chunks or not compiled:
         return chunks, []
-    masked: list[AnyStr] = chunks
-    moved: list[int] = []
+    # The events are read first, as the provider sent them: a mask written before
+    # could break an event's JSON and hide the secret it shares with the next event.
+    # Each edit here leaves its event valid JSON.
+    masked: list[AnyStr]
     if isinstance(chunks[0], str):
-        # The events are read first, as the provider sent them: a mask written
-        # before could break an event's JSON and hide the secret it shares with
-        # the next event. Each edit here leaves its event valid JSON.
         joined = "".join(chunks)
         masked, moved = _split_edited(chunks, joined, _across_events(joined, compiled))
+    else:
+        data = b"".join(chunks)  # a stream that is not all UTF-8: its events, byte by byte
+        masked, moved = _split_edited(chunks, data, _byte_edits(data, compiled))
     joined = masked[0][:0].join(masked)
     mask: Any = MASK.encode() if isinstance(joined, bytes) else MASK
     edits: list[Edit] = [(start, end, mask) for start, end in spans(joined, compiled)]
     masked, more = _split_edited(masked, joined, edits)
     return masked, sorted(set(moved) | set(more))
+
+
+def _byte_edits(data: bytes, compiled: Patterns) -> list[Edit]:
+    """`_across_events` of a stream that is not all UTF-8 (a stray Latin-1 byte in one
+    event), its edits at byte offsets: each byte that is no UTF-8 is read as a character
+    of its own (``surrogateescape``) and written back as it was."""
+    text = data.decode("utf-8", "surrogateescape")
+    edits = _across_events(text, compiled)
+    out: list[Edit] = []
+    position = offset = 0
+    for start, end, replacement in edits:
+        offset += len(text[position:start].encode("utf-8", "surrogateescape"))
+        length = len(text[start:end].encode("utf-8", "surrogateescape"))
+        try:
+            written = replacement.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:  # a lone surrogate the event spelled as an escape
+            written = json.dumps(json.loads(replacement)).encode("ascii")
+        out.append((offset, offset + length, written))
+        position, offset = end, offset + length
+    return out
 
 
 def mask_events(values: list[Any], compiled: Patterns) -> list[Any]:
