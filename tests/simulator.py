@@ -452,17 +452,26 @@ class ProviderSimulator(Served):
             "type": "function",
             "function": {"name": turn.tool, "arguments": turn.arguments},
         }
+        with_logprobs = bool(body.get("logprobs"))
         if not body.get("stream"):
             message: JSON = {"role": "assistant", "content": turn.text, "refusal": None}
             if turn.tool:
                 message.update(content=None, tool_calls=[tool_call])
-            choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": finish}
+            logprobs = _logprobs(turn.text) if with_logprobs and not turn.tool else None
+            choice = {"index": 0, "message": message, "logprobs": logprobs, "finish_reason": finish}
             return _json({**head, "object": "chat.completion", "choices": [choice], "usage": usage})
 
         with_usage = bool((body.get("stream_options") or {}).get("include_usage"))
 
         def chunk(delta: JSON, finish_reason: str | None = None) -> JSON:
-            choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+            text = delta.get("content")
+            logprobs = _logprobs(text) if with_logprobs and text else None
+            choice = {
+                "index": 0,
+                "delta": delta,
+                "logprobs": logprobs,
+                "finish_reason": finish_reason,
+            }
             extra = {"usage": None} if with_usage else {}
             return {**head, "object": "chat.completion.chunk", "choices": [choice], **extra}
 
@@ -1061,6 +1070,16 @@ def _openai_usage(turn: _Turn) -> JSON:
         "completion_tokens": turn.completion_tokens,
         "total_tokens": turn.prompt_tokens + turn.completion_tokens,
     }
+
+
+def _logprobs(text: str) -> JSON:
+    """OpenAI's ``logprobs`` of a text: a token every four characters, each with its bytes."""
+    tokens = [text[i : i + 4] for i in range(0, len(text), 4)]
+    content = [
+        {"token": t, "logprob": -0.01, "bytes": list(t.encode()), "top_logprobs": []}
+        for t in tokens
+    ]
+    return {"content": content, "refusal": None}
 
 
 def _pieces(text: str) -> list[str]:

@@ -1653,6 +1653,78 @@ def test_a_key_split_across_the_events_of_a_stream_that_is_not_all_utf8_is_maske
     assert "caf\N{REPLACEMENT CHARACTER}".encode() in raw  # the stray byte replays as it came
 
 
+def _logprobs_spell(value: Any) -> tuple[str, str]:
+    """What the logprobs in a stored or replayed value spell: their tokens, their bytes."""
+    tokens: list[str] = []
+    data: list[int] = []
+
+    def walk(item: Any) -> None:
+        if isinstance(item, dict):
+            if isinstance(item.get("token"), str) and isinstance(item.get("bytes"), list):
+                tokens.append(item["token"])
+                data.extend(item["bytes"])
+            for inner in item.values():
+                walk(inner)
+        elif isinstance(item, list):
+            for inner in item:
+                walk(inner)
+        elif isinstance(item, str) and "data: {" in item:
+            for line in item.splitlines():
+                if line.startswith("data: {"):
+                    walk(json.loads(line[6:]))
+
+    walk(value)
+    return "".join(tokens), bytes(data).decode("utf-8", "replace")
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_a_key_spelled_by_logprobs_tokens_and_their_bytes_is_masked(
+    stream: bool, provider: ProviderSimulator, cassette_dir: Path
+) -> None:
+    """With logprobs on, an answer spells its text once more over a list of tokens, and
+    again as each token's UTF-8 bytes (lists of numbers): no piece holds a whole key, and
+    in a whole answer no two pieces are two events; both are searched, and replay."""
+    key = token("sk-proj-")
+    text = f"your key is {key}, keep it"
+    provider.reply = text
+    messages: Any = [{"role": "user", "content": f"repeat my key {key}"}]
+
+    def ask(mode: str) -> tuple[str, tuple[str, str]]:
+        with ghostrun.session(mode=mode, cassette_dir=cassette_dir, hosts=HOSTS):
+            client = openai.OpenAI(base_url=provider.url("/v1"), api_key=token("sk-proj-"))
+            if not stream:
+                reply = client.chat.completions.create(model="m", messages=messages, logprobs=True)
+                return reply.choices[0].message.content or "", _logprobs_spell(reply.to_dict())
+            chunks = [
+                c.to_dict()
+                for c in client.chat.completions.create(
+                    model="m", messages=messages, logprobs=True, stream=True
+                )
+            ]
+            said = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks)
+            return said, _logprobs_spell(chunks)
+
+    assert ask("record") == (text, (text, text))
+    assert_nothing_of(cassette_dir, [key])
+    assert key[4:16] not in "".join(_logprobs_spell(stored(cassette_dir)))
+    provider.stop()
+    masked = text.replace(key, MASK)
+    assert ask("replay") == (masked, (masked, masked))
+
+
+def test_a_key_spelled_over_the_parts_of_one_answer_is_masked() -> None:
+    """google-genai's ``.text`` joins an answer's text parts: a key over two is found."""
+    key = token("AIzaSy", 17)
+    parts = [{"text": f"your key is {key[:10]}"}, {"text": f"{key[10:]}, keep it"}]
+    answer = {"candidates": [{"content": {"parts": parts, "role": "model"}, "index": 0}]}
+    entry = {"request": {}, "response": {"status": 200, "body": {"json": answer}}}
+
+    masked = redact_entry(entry, frozenset({key}))["response"]["body"]["json"]
+
+    said = "".join(p["text"] for p in masked["candidates"][0]["content"]["parts"])
+    assert said == f"your key is {MASK}, keep it"
+
+
 def test_chunk_boundaries_are_kept_and_a_moved_one_is_said(
     provider: ProviderSimulator, cassette_dir: Path
 ) -> None:

@@ -7,9 +7,9 @@ both go under one mask.
 
 A stream is searched as the provider and the SDK see it: as the joined text
 of each JSON string field across its events (a key a model repeats over two
-delta events, ``"content": "sk-pr"`` then ``"content": "oj-…"``), read before
-any mask is written, and as the joined text of its chunks (a secret cut in two
-by TCP). The chunks are
+delta events, ``"content": "sk-pr"`` then ``"content": "oj-…"``), and over the
+items of a list (logprobs' tokens, and their ``bytes``), read before any mask
+is written, and as the joined text of its chunks (a secret cut in two by TCP). The chunks are
 stored back in their boundaries: a boundary that fell inside a masked
 secret moves to the end of the mask, and the caller is told which moved.
 """
@@ -25,7 +25,7 @@ import itertools
 import json
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any, AnyStr
+from typing import Any, AnyStr, NamedTuple
 
 import orjson
 
@@ -42,8 +42,10 @@ __all__ = [
 
 MASK = "[REDACTED]"
 _MIN_FORM = 8  # no form of a secret worth masking is shorter
-_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+# A JSON string, or a list of naturals (unrolled: one step per run of plain characters).
+_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|\[[0-9\s,]*\]', re.DOTALL)
 _AFTER_TOKEN = re.compile(r"\s*:")
+_SCALARS = frozenset({int, float, bool, type(None)})
 _LINE = re.compile(r"([^\r\n]*)(?:\r\n|\r|\n|$)")
 _SSE_DATA = re.compile(r"[\r\n]data:")
 _SSE_FIELDS = ("event:", "id:", "retry:", ":")  # lines of an SSE event beside its data
@@ -262,14 +264,15 @@ def _byte_edits(data: bytes, compiled: Patterns) -> list[Edit]:
 
 def mask_events(values: list[Any], compiled: Patterns) -> list[Any]:
     """The JSON values of one stream's events (WebSocket frames, AWS event-stream
-    payloads), each secret that only their joined string fields spell masked.
+    payloads; or one body's value), each secret that only their joined fields spell
+    masked (`_across_events`).
 
     Each value is read as one SSE event's data, as `mask_chunks` reads a stream;
     a secret whole inside one value is left to the caller's mask of that value.
     """
-    if len(values) < 2 or not compiled:
+    if not values or not compiled:
         return values
-    lines = [f"data: {json.dumps(value, ensure_ascii=False)}\n" for value in values]
+    lines = [f"data: {_dumps(value)}\n" for value in values]
     joined = "".join(lines)
     edits = _across_events(joined, compiled)
     if not edits:
@@ -279,6 +282,13 @@ def mask_events(values: list[Any], compiled: Patterns) -> list[Any]:
         value if line == before else json.loads(line[6:])
         for value, line, before in zip(values, masked, lines, strict=True)
     ]
+
+
+def _dumps(value: Any) -> str:
+    try:
+        return orjson.dumps(value).decode("utf-8")
+    except TypeError:  # a lone surrogate, which orjson refuses
+        return json.dumps(value, ensure_ascii=False)
 
 
 def _split_edited(
@@ -308,17 +318,47 @@ def _split_edited(
 
 
 def _across_events(joined: str, compiled: Patterns) -> list[Edit]:
-    """Edits masking secrets that only the joined string fields of several events show."""
-    groups: dict[tuple[Any, ...], list[tuple[int, int, str]]] = {}
+    """Edits masking secrets that only the joined fields of several values show: of one
+    field over a stream's events, or of a list's items (logprobs' tokens, Gemini's parts).
+
+    A field's values are joined three ways: at their exact place (list positions kept),
+    at any position of every list, and at any position but the innermost list's (the
+    first ``top_logprobs`` of each token): each way a model may spell a secret.
+    """
+    pieces: list[_Piece] = []
+    groups: dict[tuple[Any, ...], list[int]] = {}
     for payload, segments in _documents(joined):
-        for path, (start, end), value in _string_fields(payload):
-            at = _in_joined(segments, start)  # a string token never spans two lines
-            groups.setdefault(path, []).append((at, at + end - start, value))
-    edits: list[Edit] = []
-    for pieces in groups.values():
-        if len(pieces) > 1:
-            edits += _group_edits(joined, pieces, compiled)
-    return sorted(edits)
+        for path, (start, end), value, is_bytes in _string_fields(payload):
+            at = _in_joined(segments, start)  # a token never spans two lines
+            for group in _joins(path):
+                groups.setdefault(group, []).append(len(pieces))
+            pieces.append(_Piece(at, at + end - start, value, is_bytes))
+    masked: dict[int, list[tuple[int, int, bool]]] = {}
+    for ids in groups.values():
+        if len(ids) > 1 or pieces[ids[0]].is_bytes:
+            for index, cut in _group_masks([pieces[i] for i in ids], compiled):
+                masked.setdefault(ids[index], []).append(cut)
+    edits = [_piece_edit(joined, pieces[i], cuts) for i, cuts in masked.items()]
+    return sorted(edit for edit in edits if edit is not None)
+
+
+class _Piece(NamedTuple):
+    """One field's value in a stream: its token's span, and the text it holds."""
+
+    start: int
+    end: int
+    value: str
+    is_bytes: bool  # a list of byte values (a logprob's ``bytes``), read as UTF-8
+
+
+def _joins(path: tuple[Any, ...]) -> set[tuple[Any, ...]]:
+    """The groups a field at ``path`` joins (see `_across_events`)."""
+    positions = [i for i, step in enumerate(path) if type(step) is int]
+    if not positions:
+        return {path}
+    anywhere = tuple(step for step in path if type(step) is not int)
+    inner = tuple(s for i, s in enumerate(path) if type(s) is not int or i == positions[-1])
+    return {path, ("*", *anywhere), ("*", *inner)}
 
 
 Segments = list[tuple[int, int]]  # (offset in a document, offset in the stream) of each line
@@ -388,14 +428,15 @@ def _parses(payload: str) -> bool:
     return True
 
 
-def _string_fields(payload: str) -> list[tuple[tuple[Any, ...], tuple[int, int], str]]:
-    """(path, span of its token in ``payload``, value) of each JSON string value, in order.
+def _string_fields(payload: str) -> list[tuple[tuple[Any, ...], tuple[int, int], str, bool]]:
+    """(path, span of its token in ``payload``, text, bytes?) of each JSON string value and
+    each list of byte values (a logprob's ``bytes`` spell its token), in order.
 
     A path carries the ``index`` fields of the objects on the way (``choices[].index``,
     Anthropic's block ``index``), so parallel choices or blocks are never joined.
     """
-    tokens = [m for m in _JSON_STRING.finditer(payload) if not _AFTER_TOKEN.match(payload, m.end())]
-    leaves: list[tuple[tuple[Any, ...], str]] = []
+    tokens = [m for m in _TOKEN.finditer(payload) if not _AFTER_TOKEN.match(payload, m.end())]
+    leaves: list[tuple[tuple[Any, ...], str | None, bool]] = []
     with contextlib.suppress(orjson.JSONDecodeError):  # not JSON, or orjson refuses it
         _leaves(orjson.loads(payload), (), leaves, top=True)
     if len(tokens) != len(leaves):
@@ -408,7 +449,11 @@ def _string_fields(payload: str) -> list[tuple[tuple[Any, ...], tuple[int, int],
             return []
         if len(tokens) != len(leaves):
             return []
-    return [(path, m.span(), text) for (path, text), m in zip(leaves, tokens, strict=True)]
+    return [
+        (path, m.span(), text, is_bytes)
+        for (path, text, is_bytes), m in zip(leaves, tokens, strict=True)
+        if text is not None
+    ]
 
 
 class _Members(list[tuple[str, Any]]):
@@ -416,7 +461,11 @@ class _Members(list[tuple[str, Any]]):
 
 
 def _leaves(
-    value: Any, path: tuple[Any, ...], out: list[tuple[tuple[Any, ...], str]], *, top: bool = False
+    value: Any,
+    path: tuple[Any, ...],
+    out: list[tuple[tuple[Any, ...], str | None, bool]],
+    *,
+    top: bool = False,
 ) -> None:
     if isinstance(value, dict | _Members):
         members = value.items() if isinstance(value, dict) else value
@@ -424,46 +473,76 @@ def _leaves(
         for key, item in members:
             _leaves(item, (*path, *marks, key), out)
     elif isinstance(value, list):
+        kinds = set(map(type, value))  # at C speed: an embedding has thousands of numbers
+        if kinds <= _SCALARS:
+            if not top and kinds <= {int} and all(item >= 0 for item in value):
+                # A token of _TOKEN, like a string: bytes when each is one (else not read).
+                data = bytes(value) if all(item < 256 for item in value) else None
+                text = None if data is None else data.decode("utf-8", "surrogateescape")
+                out.append((path, text, True))
+            return
         for index, item in enumerate(value):  # a top array's elements are its events
             _leaves(item, path if top else (*path, index), out)
     elif isinstance(value, str):
-        out.append((path, value))
+        out.append((path, value, False))
 
 
-def _group_edits(joined: str, pieces: list[tuple[int, int, str]], compiled: Patterns) -> list[Edit]:
-    """Mask each secret of one field's joined text in the pieces it spans (two or more)."""
-    text = "".join(value for _s, _e, value in pieces)
+def _group_masks(
+    pieces: list[_Piece], compiled: Patterns
+) -> list[tuple[int, tuple[int, int, bool]]]:
+    """Where each secret of one group's joined text lies in its pieces: (piece, (start,
+    end, whether the mask is written there)); the first piece a secret touches holds its
+    mask, the others are emptied where it runs. A secret whole in one string is left to
+    the mask of the text (it sees strings, never lists of bytes)."""
+    text = "".join(piece.value for piece in pieces)
     found = [s for s in spans(text, compiled) if not _within_one(s, pieces)]
-    if not found:
-        return []
-    edits: list[Edit] = []
+    cuts: list[tuple[int, tuple[int, int, bool]]] = []
     offset = 0
-    for start, end, value in pieces:
-        lo, hi = offset, offset + len(value)
+    for index, piece in enumerate(pieces):
+        lo, hi = offset, offset + len(piece.value)
         offset = hi
-        touched = [(a, b) for a, b in found if a < hi and b > lo]
-        if not touched:
-            continue
-        new, position = [], lo
-        for a, b in touched:
-            if a >= position:
-                new.append(text[position:a])
-                new.append(MASK)
-            position = max(position, min(b, hi))
-        new.append(text[position:hi])
-        token = joined[start:end]
-        if json.loads(token) != value:
-            continue  # never write a token whose value was not what was read
-        edits.append((start, end, _encoded("".join(new), ascii_only=token.isascii())))
-    return edits
+        for a, b in found:
+            if a < hi and b > lo:
+                cuts.append((index, (max(a, lo) - lo, min(b, hi) - lo, a >= lo)))
+    return cuts
 
 
-def _within_one(span: tuple[int, int], pieces: list[tuple[int, int, str]]) -> bool:
+def _piece_edit(joined: str, piece: _Piece, cuts: list[tuple[int, int, bool]]) -> Edit | None:
+    """The edit writing ``piece`` with its cuts masked, or None if its token is not what
+    was read (never write a token whose value was not what was read)."""
+    merged: list[list[Any]] = []
+    for start, end, masks in sorted(cuts):
+        if merged and start < merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+            merged[-1][2] = merged[-1][2] or masks
+        else:
+            merged.append([start, end, masks])
+    value, new, position = piece.value, [], 0
+    for start, end, masks in merged:
+        new.append(value[position:start])
+        if masks:
+            new.append(MASK)
+        position = end
+    new.append(value[position:])
+    token = joined[piece.start : piece.end]
+    read = json.loads(token)
+    if piece.is_bytes:
+        if read != list(value.encode("utf-8", "surrogateescape")):
+            return None
+        data = list("".join(new).encode("utf-8", "surrogateescape"))
+        return piece.start, piece.end, json.dumps(data)
+    if read != value:
+        return None
+    return piece.start, piece.end, _encoded("".join(new), ascii_only=token.isascii())
+
+
+def _within_one(span: tuple[int, int], pieces: list[_Piece]) -> bool:
     offset = 0
-    for _s, _e, value in pieces:
-        if offset <= span[0] and span[1] <= offset + len(value):
-            return True
-        offset += len(value)
+    for piece in pieces:
+        end = offset + len(piece.value)
+        if offset <= span[0] and span[1] <= end:
+            return not piece.is_bytes
+        offset = end
     return False
 
 

@@ -725,17 +725,21 @@ def _mask_exact(entry: dict[str, Any], secrets: frozenset[str]) -> dict[str, Any
 
 
 def _across_whole_body(body: dict[str, Any], compiled: Any) -> dict[str, Any]:
-    """A body read whole that holds a stream's events, masked across them: Gemini's
-    ``streamGenerateContent`` without ``alt=sse`` answers one JSON array of chunks as
-    ``application/json``, and a server may send SSE or NDJSON under another type.
+    """A body read whole, masked across its values: Gemini's ``streamGenerateContent``
+    without ``alt=sse`` answers one JSON array of chunks as ``application/json``, a
+    server may send SSE or NDJSON under another type, and one answer may spell a secret
+    over the items of a list (logprobs' tokens and their bytes, Gemini's parts).
 
     The events' joined fields are searched even when no whole secret is in the body
     (the fast check `_may_hold` only sees whole ones).
     """
-    if set(body) - {"json", "format"} == set() and isinstance(body.get("json"), list):
-        events = body["json"]
+    if "json" in body and set(body) <= {"json", "format"}:
+        value = body["json"]
+        events = value if isinstance(value, list) else [value]
         masked = mask_events(events, compiled)
-        return body if masked is events else {**body, "json": masked}
+        if masked is events:
+            return body
+        return {**body, "json": masked if isinstance(value, list) else masked[0]}
     text = body.get("text")
     if len(body) == 1 and isinstance(text, str) and _MAY_STREAM.search(text):
         (masked_text,), _moved = mask_chunks([text], compiled)
