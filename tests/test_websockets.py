@@ -588,6 +588,41 @@ def test_no_credential_reaches_the_cassette(cassette_dir: Path) -> None:
     assert "[REDACTED]" in "".join(p.read_text() for p in files)
 
 
+@pytest.mark.parametrize("how", ["websockets URI user:password", "aiohttp auth="])
+def test_basic_auth_the_library_adds_to_the_handshake_is_masked(
+    how: str, cassette_dir: Path
+) -> None:
+    """websockets turns a URI's ``user:password`` into an Authorization header, and
+    aiohttp its ``auth=`` (or the session's, or the URL's): neither is in the headers the
+    caller passed, yet the server may echo it (the Realtime greeting here does)."""
+    import aiohttp
+
+    password = "p4ss-" + "Zq81xW0vK2mN7rT"  # assembled: no credential is committed
+    token = base64.b64encode(f"svc:{password}".encode()).decode()
+
+    def greeting(url: str, mode: str) -> Any:
+        with _session(cassette_dir, mode):
+            if how.startswith("websockets"):
+                with sync_client.connect(url.replace("ws://", f"ws://svc:{password}@")) as ws:
+                    return json.loads(ws.recv())
+
+            async def talk() -> Any:
+                auth = aiohttp.BasicAuth("svc", password)
+                async with aiohttp.ClientSession() as http, http.ws_connect(url, auth=auth) as ws:
+                    return await ws.receive_json()
+
+            return asyncio.run(talk())
+
+    with WebSocketSimulator(echo_auth=True) as ws:
+        live = greeting(ws.url("/v1/realtime"), "record")
+    assert live["session"]["instructions"] == f"auth: Basic {token}"  # it was echoed
+    data = b"".join(p.read_bytes() for p in cassette_dir.glob("*.json"))
+    for secret in (password, token, token[8:20]):
+        assert secret.encode() not in data, secret
+    replayed = greeting(ws.url("/v1/realtime"), "replay")
+    assert replayed["session"]["instructions"] == "auth: [REDACTED]"
+
+
 def test_a_key_the_model_spells_over_two_delta_events_is_masked(cassette_dir: Path) -> None:
     """Each side's JSON frames are masked together, as a stream's SSE events are: a model
     may spell a key over two ``response.output_text.delta`` events."""

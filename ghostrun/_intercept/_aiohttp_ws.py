@@ -84,6 +84,7 @@ def _wrap(original: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _link(session: Any, url: Any, kwargs: dict[str, Any]) -> Player | Recorder | None:
+    from aiohttp import BasicAuth
     from multidict import CIMultiDict
     from yarl import URL
 
@@ -95,6 +96,11 @@ def _link(session: Any, url: Any, kwargs: dict[str, Any]) -> Player | Recorder |
     headers = CIMultiDict(session.headers)
     headers.update(kwargs.get("headers") or {})
     pairs = [(str(k), str(v)) for k, v in headers.items()]
+    # Basic auth aiohttp adds to the handshake itself (auth=, the session's, the URL's
+    # user:password): its secrets are masked in the frames like a header's.
+    for auth in (kwargs.get("auth"), session.auth, BasicAuth.from_url(target)):
+        if auth is not None:
+            pairs.append(("authorization", auth.encode()))
     return open_link(
         target.scheme,
         target.host or "",

@@ -82,10 +82,13 @@ class WebsocketsAdapter:
 
 def _link(uri: str, headers: Any) -> Player | Recorder | None:
     from websockets.datastructures import Headers
+    from websockets.headers import build_authorization_basic
     from websockets.uri import parse_uri
 
     parsed = parse_uri(uri)
-    pairs = Headers(headers).raw_items() if headers is not None else []
+    pairs = list(Headers(headers).raw_items()) if headers is not None else []
+    if parsed.user_info is not None:  # websockets sends the URI's user:password as Basic auth
+        pairs.append(("authorization", build_authorization_basic(*parsed.user_info)))
     scheme = "wss" if parsed.secure else "ws"
     return open_link(scheme, parsed.host, parsed.port, parsed.path, parsed.query, pairs)
 
