@@ -214,6 +214,8 @@ class ProviderSimulator(Served):
         are written, as TCP may (inside an event, inside a character).
       signed_params: query parameters of the signed URL ``/hostile/redirect``
         sends its client to.
+      sse_line_end: the line end of SSE streams (``"\\n"``; SSE also allows ``"\\r\\n"``
+        and a lone ``"\\r"``).
       aws_padding: add the ``"p"`` padding field real Bedrock adds to each event-stream
         payload (a random-length run of letters, against length side channels).
     """
@@ -234,6 +236,7 @@ class ProviderSimulator(Served):
         self.rechunk: Callable[[list[bytes]], list[bytes]] | None = None
         self.signed_params: dict[str, str] = {}
         self.aws_padding = False
+        self.sse_line_end = "\n"
         self._lock = threading.Lock()
         self._requests: list[ReceivedRequest] = []
         self._faults: list[_Fault] = []
@@ -380,6 +383,9 @@ class ProviderSimulator(Served):
         reply = self._dispatch(request, seq)
         if reply.events is not None:
             reply.break_after = self._take_stream_break()
+            if self.sse_line_end != "\n" and "event-stream" in reply.content_type:
+                end = self.sse_line_end.encode()  # JSON in a data line holds no raw newline
+                reply.events = [event.replace(b"\n", end) for event in reply.events]
             if self.rechunk is not None:
                 reply.events = self.rechunk(reply.events)
         reply.headers = {
