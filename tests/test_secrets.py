@@ -1065,6 +1065,75 @@ def test_property_a_secret_spelled_over_event_stream_events_is_masked(
     _assert_no_fragment(secret, written)
 
 
+SPELLINGS = st.fixed_dictionaries(
+    {
+        "indent": st.sampled_from([None, 1]),  # an event's JSON over several data lines
+        "ensure_ascii": st.booleans(),
+        "compact": st.booleans(),
+        "line_end": st.sampled_from(["\n", "\r\n", "\r"]),
+        "space": st.booleans(),  # "data: " or "data:"
+        "event_line": st.booleans(),
+        "logprobs": st.booleans(),  # the tokens again, and their bytes
+    }
+)
+
+
+def _spelled_event(value: Any, how: dict[str, Any]) -> str:
+    text = json.dumps(
+        value,
+        indent=how["indent"],
+        ensure_ascii=how["ensure_ascii"],
+        separators=(",", ":") if how["compact"] else None,
+    )
+    end, prefix = how["line_end"], "data: " if how["space"] else "data:"
+    head = f"event: delta{end}" if how["event_line"] else ""
+    return head + "".join(f"{prefix}{line}{end}" for line in text.split("\n")) + end
+
+
+def _read_events(stream: str) -> list[Any]:
+    events = []
+    for block in stream.replace("\r\n", "\n").replace("\r", "\n").split("\n\n"):
+        data = [line[5:].removeprefix(" ") for line in block.split("\n") if line[:5] == "data:"]
+        if data:
+            events.append(json.loads("\n".join(data)))
+    return events
+
+
+@settings(max_examples=60, deadline=None)
+@given(secret=ANY_SECRET, deltas=FRACTIONS, chunks=FRACTIONS, how=SPELLINGS)
+def test_property_a_secret_spelled_over_sse_events_is_masked_however_they_are_written(
+    secret: str, deltas: list[float], chunks: list[float], how: dict[str, Any]
+) -> None:
+    """Any spelling SSE and JSON allow, cut anywhere into chunks: no piece of the secret
+    is written, every event still parses, and the deltas (and the logprobs' tokens and
+    bytes) spell the text with the secret masked."""
+    said = "you said {}, noted"
+
+    def masked(secret: str) -> str:
+        events = []
+        for piece in Cuts([], deltas).pieces(said.format(secret)):
+            choice: dict[str, Any] = {"index": 0, "delta": {"content": piece}}
+            if how["logprobs"]:
+                tokens = [piece[i : i + 3] for i in range(0, len(piece), 3)]
+                content = [
+                    {"token": t, "bytes": list(t.encode()), "top_logprobs": []} for t in tokens
+                ]
+                choice["logprobs"] = {"content": content}
+            events.append(_spelled_event({"id": "c1", "choices": [choice]}, how))
+        stream = "".join(events)
+        at = sorted({0, *(int(f * len(stream)) for f in chunks), len(stream)})
+        cut = [stream[a:b] for a, b in itertools.pairwise(at) if b > a]
+        return "".join(mask_chunks(cut, patterns(frozenset({secret})))[0])
+
+    _assert_no_fragment(secret, masked)
+    choices = [event["choices"][0] for event in _read_events(masked(secret))]
+    assert "".join(c["delta"]["content"] for c in choices) == said.format(MASK)
+    if how["logprobs"]:
+        logprobs = [lp for c in choices for lp in c["logprobs"]["content"]]
+        assert "".join(lp["token"] for lp in logprobs) == said.format(MASK)
+        assert bytes(b for lp in logprobs for b in lp["bytes"]).decode() == said.format(MASK)
+
+
 def _assert_no_fragment(secret: str, written: Callable[[str], str]) -> None:
     """No piece of ``secret`` in what is written, unless the same text with a random
     secret in its place spells that piece anyway."""

@@ -329,16 +329,18 @@ def _across_events(joined: str, compiled: Patterns) -> list[Edit]:
     groups: dict[tuple[Any, ...], list[int]] = {}
     for payload, segments in _documents(joined):
         for path, (start, end), value, is_bytes in _string_fields(payload):
-            at = _in_joined(segments, start)  # a token never spans two lines
+            # A string never spans two lines; a pretty list of bytes may: its edit then
+            # takes the data lines between into one.
+            at, to = _in_joined(segments, start), _in_joined(segments, end - 1) + 1
             for group in _joins(path):
                 groups.setdefault(group, []).append(len(pieces))
-            pieces.append(_Piece(at, at + end - start, value, is_bytes))
+            pieces.append(_Piece(at, to, payload[start:end], value, is_bytes))
     masked: dict[int, list[tuple[int, int, bool]]] = {}
     for ids in groups.values():
         if len(ids) > 1 or pieces[ids[0]].is_bytes:
             for index, cut in _group_masks([pieces[i] for i in ids], compiled):
                 masked.setdefault(ids[index], []).append(cut)
-    edits = [_piece_edit(joined, pieces[i], cuts) for i, cuts in masked.items()]
+    edits = [_piece_edit(pieces[i], cuts) for i, cuts in masked.items()]
     return sorted(edit for edit in edits if edit is not None)
 
 
@@ -347,6 +349,7 @@ class _Piece(NamedTuple):
 
     start: int
     end: int
+    token: str  # as the document spells it
     value: str
     is_bytes: bool  # a list of byte values (a logprob's ``bytes``), read as UTF-8
 
@@ -507,7 +510,7 @@ def _group_masks(
     return cuts
 
 
-def _piece_edit(joined: str, piece: _Piece, cuts: list[tuple[int, int, bool]]) -> Edit | None:
+def _piece_edit(piece: _Piece, cuts: list[tuple[int, int, bool]]) -> Edit | None:
     """The edit writing ``piece`` with its cuts masked, or None if its token is not what
     was read (never write a token whose value was not what was read)."""
     merged: list[list[Any]] = []
@@ -524,7 +527,7 @@ def _piece_edit(joined: str, piece: _Piece, cuts: list[tuple[int, int, bool]]) -
             new.append(MASK)
         position = end
     new.append(value[position:])
-    token = joined[piece.start : piece.end]
+    token = piece.token
     read = json.loads(token)
     if piece.is_bytes:
         if read != list(value.encode("utf-8", "surrogateescape")):
