@@ -1687,6 +1687,34 @@ def test_a_key_split_across_sse_events_served_as_plain_text_is_masked(
     assert chat("replay") == text.replace(key, MASK)
 
 
+def test_a_key_split_across_the_events_of_a_plain_text_sse_stream_is_masked(
+    provider: ProviderSimulator, cassette_dir: Path
+) -> None:
+    """Some servers stream an answer as SSE whose data is the text itself, not JSON
+    (``event: output`` then ``data: <piece>``, as Replicate's streams do)."""
+    key = token("sk-proj-")
+    text = f"your key is {key}, keep it"
+    events = [f"event: output\ndata: {piece}\n\n".encode() for piece in _halves(key)(text)]
+    provider.raw_replies["text"] = RawReply(
+        200, [("content-type", "text/event-stream")], chunks=[*events, b"event: done\ndata: {}\n\n"]
+    )
+
+    def said(mode: str) -> str:
+        with (
+            ghostrun.session(mode=mode, cassette_dir=cassette_dir, hosts=HOSTS),
+            httpx.Client() as client,
+            client.stream("GET", provider.url("/raw/text"), headers={"api-key": key}) as reply,
+        ):
+            lines = list(reply.iter_lines())
+        outputs = [i + 1 for i, line in enumerate(lines) if line == "event: output"]
+        return "".join(lines[i].removeprefix("data: ") for i in outputs)
+
+    assert said("record") == text
+    assert_nothing_of(cassette_dir, [key])
+    provider.stop()
+    assert said("replay") == text.replace(key, MASK)
+
+
 @pytest.mark.parametrize("where", ["in a comment line", "inside the first event"])
 def test_a_key_split_across_the_events_of_a_stream_that_is_not_all_utf8_is_masked(
     where: str, provider: ProviderSimulator, cassette_dir: Path

@@ -328,16 +328,17 @@ def _across_events(joined: str, compiled: Patterns) -> list[Edit]:
     pieces: list[_Piece] = []
     groups: dict[tuple[Any, ...], list[int]] = {}
     for payload, segments in _documents(joined):
-        for path, (start, end), value, is_bytes in _string_fields(payload):
+        fields = _string_fields(payload) if not isinstance(payload, _Text) else _text_field(payload)
+        for path, (start, end), value, kind in fields:
             # A string never spans two lines; a pretty list of bytes may: its edit then
             # takes the data lines between into one.
             at, to = _in_joined(segments, start), _in_joined(segments, end - 1) + 1
             for group in _joins(path):
                 groups.setdefault(group, []).append(len(pieces))
-            pieces.append(_Piece(at, to, payload[start:end], value, is_bytes))
+            pieces.append(_Piece(at, to, payload[start:end], value, kind))
     masked: dict[int, list[tuple[int, int, bool]]] = {}
     for ids in groups.values():
-        if len(ids) > 1 or pieces[ids[0]].is_bytes:
+        if len(ids) > 1 or pieces[ids[0]].kind == "bytes":
             for index, cut in _group_masks([pieces[i] for i in ids], compiled):
                 masked.setdefault(ids[index], []).append(cut)
     edits = [_piece_edit(pieces[i], cuts) for i, cuts in masked.items()]
@@ -351,7 +352,7 @@ class _Piece(NamedTuple):
     end: int
     token: str  # as the document spells it
     value: str
-    is_bytes: bool  # a list of byte values (a logprob's ``bytes``), read as UTF-8
+    kind: str  # "json" (a string), "bytes" (a logprob's list of them, read as UTF-8), "text"
 
 
 def _joins(path: tuple[Any, ...]) -> set[tuple[Any, ...]]:
@@ -405,7 +406,8 @@ def _documents(joined: str) -> Iterable[tuple[str, Segments]]:
 
 
 def _event_documents(data: list[tuple[int, str]]) -> Iterable[tuple[str, Segments]]:
-    """One SSE event's data as a document; each line alone if together they are no JSON."""
+    """One SSE event's data as a document; each line alone if together they are no JSON
+    (a line that is no JSON is a text of its own, `_Text`)."""
     payload = "\n".join(text for _at, text in data)
     if len(data) > 1 and _parses(payload):
         segments, offset = [], 0
@@ -418,6 +420,8 @@ def _event_documents(data: list[tuple[int, str]]) -> Iterable[tuple[str, Segment
         body = text.strip()
         if body[:1] in ("{", "["):
             yield body, [(0, at + len(text) - len(text.lstrip()))]
+        elif text:  # a text streamed as is: its pieces join like a field's
+            yield _Text(text), [(0, at)]
 
 
 def _parses(payload: str) -> bool:
@@ -431,7 +435,15 @@ def _parses(payload: str) -> bool:
     return True
 
 
-def _string_fields(payload: str) -> list[tuple[tuple[Any, ...], tuple[int, int], str, bool]]:
+class _Text(str):
+    """An SSE event's data that is no JSON: a text streamed as is (a piece of an answer)."""
+
+
+def _text_field(payload: _Text) -> list[tuple[tuple[Any, ...], tuple[int, int], str, str]]:
+    return [((_Text,), (0, len(payload)), str(payload), "text")]
+
+
+def _string_fields(payload: str) -> list[tuple[tuple[Any, ...], tuple[int, int], str, str]]:
     """(path, span of its token in ``payload``, text, bytes?) of each JSON string value and
     each list of byte values (a logprob's ``bytes`` spell its token), in order.
 
@@ -453,7 +465,7 @@ def _string_fields(payload: str) -> list[tuple[tuple[Any, ...], tuple[int, int],
         if len(tokens) != len(leaves):
             return []
     return [
-        (path, m.span(), text, is_bytes)
+        (path, m.span(), text, "bytes" if is_bytes else "json")
         for (path, text, is_bytes), m in zip(leaves, tokens, strict=True)
         if text is not None
     ]
@@ -528,8 +540,10 @@ def _piece_edit(piece: _Piece, cuts: list[tuple[int, int, bool]]) -> Edit | None
         position = end
     new.append(value[position:])
     token = piece.token
+    if piece.kind == "text":
+        return piece.start, piece.end, "".join(new)
     read = json.loads(token)
-    if piece.is_bytes:
+    if piece.kind == "bytes":
         if read != list(value.encode("utf-8", "surrogateescape")):
             return None
         data = list("".join(new).encode("utf-8", "surrogateescape"))
@@ -544,7 +558,7 @@ def _within_one(span: tuple[int, int], pieces: list[_Piece]) -> bool:
     for piece in pieces:
         end = offset + len(piece.value)
         if offset <= span[0] and span[1] <= end:
-            return not piece.is_bytes
+            return piece.kind != "bytes"
         offset = end
     return False
 
