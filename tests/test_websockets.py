@@ -647,6 +647,19 @@ def test_a_key_the_model_spells_over_two_delta_events_is_masked(cassette_dir: Pa
     )
 
 
+def test_a_key_shape_the_client_sent_is_masked_where_the_server_echoes_it(
+    cassette_dir: Path,
+) -> None:
+    """A secret-shaped value in a client frame (a key pasted into a prompt) is masked there,
+    and also where the server repeats it, as an HTTP response's echo of its prompt is."""
+    with WebSocketSimulator() as ws, _session(cassette_dir, "record"):
+        with sync_client.connect(ws.url("/text")) as conn:
+            conn.send(f"my key is {API_KEY}")
+            assert "".join(iter(conn.recv, "[end]")) == f"you said my key is {API_KEY}"
+    data = b"".join(p.read_bytes() for p in cassette_dir.glob("*.json"))
+    assert API_KEY[:12].encode() not in data and b"[REDACTED]" in data
+
+
 def _base64_values(value: Any) -> Iterator[str]:
     if isinstance(value, dict):
         for key, item in value.items():

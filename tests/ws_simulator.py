@@ -20,6 +20,8 @@ Routes (by path):
   text mentions an order, then a text answer once the tool's output comes back.
 - ``...BidiGenerateContent``: Gemini Live (JSON in binary frames): ``setupComplete``
   for the ``setup`` frame, then the reply in ``serverContent`` pieces and ``turnComplete``.
+- ``/text``: answers each text frame with ``"you said <it>"`` in plain text frames (cut
+  by ``pieces``), then ``"[end]"``.
 - ``/echo``: echoes text frames as ``{"echo": ...}`` JSON, binary frames
   reversed; the text ``"close"`` makes the server close with 1000 ``"bye"``.
 
@@ -123,6 +125,8 @@ class WebSocketSimulator(Served):
                 self._responses(ws)
             elif route.endswith("BidiGenerateContent"):
                 self._gemini_live(ws)
+            elif route.endswith("/text"):
+                self._text(ws)
             else:
                 self._echo(ws)
         except ConnectionClosed:
@@ -143,6 +147,13 @@ class WebSocketSimulator(Served):
                 ws.send(message[::-1])
             else:
                 ws.send(json.dumps({"echo": message}))
+
+    def _text(self, ws: ServerConnection) -> None:
+        """A server that streams its answer as plain text frames, cut by ``pieces``."""
+        for message in self._frames(ws):
+            for piece in self.pieces(f"you said {message}"):
+                ws.send(piece)
+            ws.send("[end]")
 
     # -- Gemini Live ---------------------------------------------------------------------
 

@@ -64,6 +64,7 @@ from .._secrets._mask import mask_events, patterns
 from .._secrets._redact import (
     MASK,
     collect_secrets,
+    entry_secrets,
     keep_request_header,
     keep_response_header,
     redact_entry,
@@ -410,14 +411,19 @@ def secrets_of(
 
 
 def _frame_secrets(events: Iterable[dict[str, Any]]) -> frozenset[str]:
+    """Credential fields' values, ephemeral secrets, and what a client frame shows itself
+    as an HTTP request body would (secret shapes in a prompt): a server may echo them."""
     found: set[str] = set()
+    shown: frozenset[str] = frozenset()
     for event in events:
         for side in ("client", "server"):
             frame = event.get(side)
             for kind in ("json", "binary_json"):
                 if isinstance(frame, dict) and kind in frame:
                     _credential_values(frame[kind], found, inside=False)
-    return frozenset(v for v in found if len(v) >= 6 and v != MASK)
+        if isinstance(event.get("client"), dict):
+            shown |= entry_secrets({"body": event["client"]})
+    return shown | frozenset(v for v in found if len(v) >= 6 and v != MASK)
 
 
 def _credential_values(value: Any, found: set[str], *, inside: bool) -> None:
