@@ -660,6 +660,26 @@ def test_a_key_shape_the_client_sent_is_masked_where_the_server_echoes_it(
     assert API_KEY[:12].encode() not in data and b"[REDACTED]" in data
 
 
+def test_a_key_spelled_over_two_plain_text_frames_is_masked(cassette_dir: Path) -> None:
+    """A server may stream its answer as plain text frames; they are masked together too."""
+
+    def cut(text: str) -> list[str]:
+        at = text.index(API_KEY) + 9
+        return [text[:at], text[at:]]
+
+    def said(ws: WebSocketSimulator, mode: str) -> str:
+        with _session(cassette_dir, mode), sync_client.connect(ws.url("/text")) as conn:
+            conn.send(f"my key is {API_KEY}")
+            return "".join(iter(conn.recv, "[end]"))
+
+    with WebSocketSimulator(pieces=cut) as ws:
+        assert said(ws, "record") == f"you said my key is {API_KEY}"
+    data = b"".join(p.read_bytes() for p in cassette_dir.glob("*.json"))
+    for piece in (API_KEY[:9], API_KEY[9:]):
+        assert piece.encode() not in data, piece
+    assert said(ws, "replay") == "you said my key is [REDACTED]"
+
+
 def _base64_values(value: Any) -> Iterator[str]:
     if isinstance(value, dict):
         for key, item in value.items():

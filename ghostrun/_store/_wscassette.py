@@ -383,8 +383,9 @@ def redact_conversation(
 
 
 def _across_frames(events: list[dict[str, Any]], secrets: frozenset[str]) -> list[dict[str, Any]]:
-    """Each side's JSON frames masked together, read as they were sent: a model may
-    spell a key over two delta events (``response.text.delta``), as over two SSE events."""
+    """Each side's JSON and text frames masked together, read as they were sent: a model
+    may spell a key over two delta events (``response.text.delta``), as over two SSE
+    events, or over two text frames that stream the answer as it is."""
     compiled = patterns(secrets)
     out = list(events)
     for side in ("server", "client"):
@@ -392,13 +393,22 @@ def _across_frames(events: list[dict[str, Any]], secrets: frozenset[str]) -> lis
             (index, kind)
             for index, event in enumerate(out)
             if isinstance(event.get(side), dict)
-            for kind in ("json", "binary_json")
-            if kind in event[side]
+            for kind in ("json", "binary_json", "text")
+            if kind in event[side] and (kind != "text" or isinstance(event[side][kind], str))
         ]
-        masked = mask_events([out[i][side][kind] for i, kind in at], compiled)
-        for (index, kind), value in zip(at, masked, strict=True):
-            out[index] = {side: {kind: value}}
+        values = [_as_value(kind, out[i][side][kind]) for i, kind in at]
+        masked = mask_events(values, compiled)
+        for (index, kind), value, before in zip(at, masked, values, strict=True):
+            if value is not before:
+                out[index] = {side: {kind: value[_TEXT_FRAME] if kind == "text" else value}}
     return out
+
+
+_TEXT_FRAME = "\u0000text frame"  # a text frame read as a JSON value holding it
+
+
+def _as_value(kind: str, value: Any) -> Any:
+    return {_TEXT_FRAME: value} if kind == "text" else value
 
 
 def secrets_of(
