@@ -680,6 +680,39 @@ def test_a_key_spelled_over_two_plain_text_frames_is_masked(cassette_dir: Path) 
     assert said(ws, "replay") == "you said my key is [REDACTED]"
 
 
+@pytest.mark.usefixtures("forget_new_secrets")  # restores what the process remembered
+def test_what_a_test_asserts_on_before_the_connection_closes_is_scrubbed_from_the_run_log(
+    cassette_dir: Path,
+) -> None:
+    """A conversation's cassette is written when it closes, but a test asserts on its
+    frames while it is open: the handshake's key, a client frame's credential field and
+    the ephemeral secret the greeting hands out are scrubbed from the run log all the same."""
+    from ghostrun._recording import _runlog
+    from ghostrun._secrets import _redact
+
+    field_key = "fieldKEY" + "0123456789xyz"
+    header_key = "0123456789abcdef" + "fedcba9876543210"  # no key shape: only remembering
+    _redact._remembered.clear()
+    log = _runlog.RunLog()
+    previous = _runlog.swap(log)
+    try:
+        with WebSocketSimulator(echo_auth=True) as ws, _session(cassette_dir, "record"):
+            echo_url = ws.url("/echo")
+            with sync_client.connect(echo_url, additional_headers={"api-key": header_key}) as conn:
+                conn.send(json.dumps({"type": "auth", "api_key": field_key}))
+                ghostrun.expect(conn.recv()).contains("echo")
+                ghostrun.expect(f"sent with {header_key}").contains("sent")
+            bearer = {"Authorization": f"Bearer {header_key}"}
+            with sync_client.connect(ws.url("/v1/realtime"), additional_headers=bearer) as conn:
+                ghostrun.expect(conn.recv()).contains("session.created")
+    finally:
+        _runlog.swap(previous)
+    text = json.dumps(list(log.documents().values()))
+    assert "session.created" in text and "sent with" in text
+    for secret in (field_key, header_key, "ek_sim0123"):
+        assert secret not in text, secret
+
+
 def _base64_values(value: Any) -> Iterator[str]:
     if isinstance(value, dict):
         for key, item in value.items():

@@ -329,6 +329,7 @@ class Recorder:
         self.conversation = Conversation(url)
         self.lock = threading.Lock()
         self.done = True  # until the handshake succeeded: a failed connect writes nothing
+        secrets_of(headers, query)  # remembered now: the run log scrubs what the test saw
 
     def connected(
         self, subprotocol: str | None, response_headers: Iterable[tuple[str, str]]
@@ -341,10 +342,12 @@ class Recorder:
     def sent(self, data: str | bytes) -> None:
         with self.lock:
             self.conversation.client(data)
+            secrets_of((), (), self.conversation.events[-1:])  # remembered, as above
 
     def received(self, data: str | bytes) -> None:
         with self.lock:
             self.conversation.server(data)
+            secrets_of((), (), self.conversation.events[-1:])
 
     def closed(self, by: str, code: int | None, reason: str) -> None:
         with self.lock:

@@ -84,6 +84,7 @@ __all__ = [
     "keep_response_header",
     "learn_hook_edits",
     "redact_entry",
+    "remember_secrets",
     "request_secrets",
     "scrub_text",
 ]
@@ -505,6 +506,12 @@ def _remember(secrets: frozenset[str]) -> None:
             _remembered[secret] = None
         while len(_remembered) > _MAX_REMEMBERED:
             del _remembered[next(iter(_remembered))]
+
+
+def remember_secrets(secrets: frozenset[str]) -> None:
+    """Remember credentials seen as they pass (a WebSocket frame, long before its
+    conversation's cassette is written), so the run log scrubs a test's output of them."""
+    _remember(secrets)
 
 
 _Snapshot = tuple[str, bytes, tuple[tuple[str, str], ...], Frozen, int]

@@ -68,6 +68,7 @@ from .._secrets._redact import (
     keep_request_header,
     keep_response_header,
     redact_entry,
+    remember_secrets,
 )
 from ._keys import canonical_body, is_credential_field, match_key
 from ._render import render_body
@@ -416,8 +417,12 @@ def secrets_of(
     query: Iterable[tuple[str, str]],
     events: Iterable[dict[str, Any]] = (),
 ) -> frozenset[str]:
-    """The credentials a conversation carried: handshake headers and query, credential fields."""
-    return collect_secrets(list(headers), list(query)) | _frame_secrets(events)
+    """The credentials a conversation carried: handshake headers and query, credential
+    fields (remembered at once: a test may assert on a frame long before the cassette is
+    written, and the run log scrubs its outputs of what is remembered)."""
+    found = collect_secrets(list(headers), list(query)) | _frame_secrets(events)
+    remember_secrets(found)
+    return found
 
 
 def _frame_secrets(events: Iterable[dict[str, Any]]) -> frozenset[str]:
