@@ -388,6 +388,25 @@ def test_recorded_with_one_key_replays_with_another_or_none(
     assert (session.replayed, session.recorded, provider.served) == (2, 0, 1)
 
 
+@pytest.mark.parametrize("road", ["requests", "httpx"])
+def test_a_basic_auth_password_past_ascii_is_masked_in_the_answer(
+    road: str, provider: ProviderSimulator, cassette_dir: Path
+) -> None:
+    """requests encodes a Basic token's user and password as Latin-1, httpx as UTF-8:
+    either way the password alone is a secret, masked where the server repeats it."""
+    import requests
+
+    password = "pässwörd-" + random_secrets.token_hex(4)
+    provider.reply = lambda body: f"wrong password {password}"
+    body = {"model": "m", "messages": MESSAGES}
+    url = provider.url("/v1/chat/completions")
+    with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=HOSTS):
+        post = requests.post if road == "requests" else httpx.post
+        reply = post(url, json=body, auth=("svc", password))
+    assert password in reply.json()["choices"][0]["message"]["content"]
+    assert_nothing_of(cassette_dir, [password])
+
+
 def test_gemini_query_key_is_neither_in_the_key_nor_the_stored_url(
     provider: ProviderSimulator, cassette_dir: Path
 ) -> None:

@@ -411,10 +411,16 @@ def _header_secrets(name: str, value: str) -> set[str]:
 
 
 def _basic_parts(token: str) -> set[str]:
+    """The user and password of a Basic token: UTF-8 (httpx), else Latin-1 (requests
+    encodes them so), which any bytes decode as."""
     try:
-        decoded = base64.b64decode(token, validate=True).decode("utf-8")
-    except (binascii.Error, UnicodeDecodeError):
+        data = base64.b64decode(token, validate=True)
+    except binascii.Error:
         return set()
+    try:
+        decoded = data.decode("utf-8")
+    except UnicodeDecodeError:
+        decoded = data.decode("latin-1")
     user, _, password = decoded.partition(":")
     return {decoded, password, user}
 
