@@ -551,6 +551,12 @@ class ProviderSimulator(Served):
             }
         )
 
+    def _realtime_client_secret(self, call: _Call) -> _Reply:
+        """A Realtime client secret, minted for a browser: an ephemeral key (``ek_…``)."""
+        session = {"type": "realtime", "model": "gpt-realtime", **(call.body.get("session") or {})}
+        value = "ek_" + hashlib.sha256(f"{call.seq}".encode()).hexdigest()[:32]
+        return _json({"value": value, "expires_at": 1_900_000_000, "session": session})
+
     def _audio_speech(self, call: _Call) -> _Reply:
         """Binary, non-UTF-8 audio that still depends on the input text."""
         text = str(call.body.get("input", ""))
@@ -812,6 +818,7 @@ _ROUTES: list[tuple[str, re.Pattern[str], Callable[[ProviderSimulator, _Call], _
     for m, p, h in [
         ("POST", r"/(?:openai/)?v1/chat/completions", ProviderSimulator._openai_chat),
         ("POST", r"/v1/responses", ProviderSimulator._openai_responses),
+        ("POST", r"/v1/realtime/client_secrets", ProviderSimulator._realtime_client_secret),
         ("POST", r"/v1/audio/speech", ProviderSimulator._audio_speech),
         ("POST", r"/v1/audio/transcriptions", ProviderSimulator._audio_transcription),
         ("POST", r"/v1/messages", ProviderSimulator._anthropic_messages),

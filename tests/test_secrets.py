@@ -1893,6 +1893,24 @@ def _chat_with_body_key(provider: ProviderSimulator, key: str, prompt: str = PRO
     return str(response.json()["choices"][0]["message"]["content"])
 
 
+def test_a_client_secret_the_provider_mints_is_masked_in_the_cassette_and_the_run_log(
+    run_log: Any, provider: ProviderSimulator, cassette_dir: Path
+) -> None:
+    """POST /v1/realtime/client_secrets answers an ephemeral key (``ek_…``) for a browser
+    to connect with: a credential the request never carried, found by its shape."""
+    with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=HOSTS):
+        client = openai.OpenAI(base_url=provider.url("/v1"), api_key=token("sk-proj-"))
+        minted = client.realtime.client_secrets.create(session={"type": "realtime"}).value
+        ghostrun.expect(f"connect with {minted}").contains("connect")
+    assert minted.startswith("ek_")
+    assert_nothing_of(cassette_dir, [minted])
+    assert minted not in run_log_text(run_log) and "connect with" in run_log_text(run_log)
+    provider.stop()
+    with ghostrun.session(mode="replay", cassette_dir=cassette_dir, hosts=HOSTS) as session:
+        assert client.realtime.client_secrets.create(session={"type": "realtime"}).value == MASK
+    assert session.replayed == 1
+
+
 def test_a_body_field_secret_is_scrubbed_from_the_run_log(
     run_log: Any, provider: ProviderSimulator, cassette_dir: Path
 ) -> None:

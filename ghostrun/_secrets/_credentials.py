@@ -29,6 +29,8 @@ __all__ = [
     "CREDENTIAL_STARTS",
     "HARMLESS_FIELDS",
     "HARMLESS_NAMES",
+    "MINTED_SHAPES",
+    "MINTED_START",
     "PLACEHOLDERS",
     "SECRET_SHAPES",
     "SHAPE_START",
@@ -164,6 +166,12 @@ SECRET_SHAPES = re.compile(
 # None of these starts can be split by orjson's escapes, so their absence from an
 # entry's JSON text means no shape is in any of its strings.
 SHAPE_START = re.compile("|".join(start for start, _ in (*_SHAPES, _BEARER, _PRIVATE_KEY)))
+# Credentials a provider mints and hands out in an answer: never what the request carried,
+# so no exact value finds them; masked in every answer (and WebSocket frame) by shape.
+MINTED_SHAPES = re.compile(
+    r"(?<![A-Za-z0-9])ek_[A-Za-z0-9_\-]{12,}"  # OpenAI Realtime client secrets
+)
+MINTED_START = "ek_"  # the start every minted shape has: absent, none is in a text
 _SEPARATORS = frozenset("-_. ")
 _SCHEMA_TYPES = frozenset({"string", "number", "integer", "boolean", "object", "array", "null"})
 _SCHEMA_WORDS = ("$ref", "anyOf", "oneOf", "allOf", "enum", "const", "properties", "items")

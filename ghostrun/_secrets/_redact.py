@@ -51,6 +51,8 @@ from .._wire._bodies import encode_body
 from .._wire._multipart import multipart_parts
 from ._credentials import (
     CREDENTIAL_STARTS,
+    MINTED_SHAPES,
+    MINTED_START,
     SECRET_SHAPES,
     SHAPE_START,
     could_be_credential,
@@ -655,6 +657,8 @@ def scrub_text(
     if known:
         text = mask_text(text, patterns(known))
     text = SECRET_SHAPES.sub(MASK, text)
+    if MINTED_START in text:
+        text = MINTED_SHAPES.sub(MASK, text)
     for old, new in sorted((edits or {}).items(), key=lambda item: -len(item[0])):
         if old in text:
             text = text.replace(old, new)
@@ -680,7 +684,7 @@ def redact_entry(entry: dict[str, Any], secrets: frozenset[str]) -> dict[str, An
         entry = _mask_exact(entry, secrets)
     response = entry.get("response")
     if isinstance(response, dict):
-        entry["response"] = _mask_signed_urls(response)
+        entry["response"] = _mask_minted(_mask_signed_urls(response))
     request = entry.get("request")
     if isinstance(request, dict):
         body = request.get("body")
@@ -1001,6 +1005,29 @@ def _mask_shapes(value: Any) -> Any:
         return {k: _mask_shapes(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_mask_shapes(v) for v in value]
+    return value
+
+
+def _mask_minted(response: dict[str, Any]) -> dict[str, Any]:
+    """A response with the credentials a provider minted in it masked (a Realtime client
+    secret, ``ek_…``): the request never carried them, so only their shape finds them."""
+    text = _text_of(response)
+    if text is not None and MINTED_START not in text:
+        return response
+    return {
+        k: _mask_minted_value(v) if k in ("body", "headers") else v for k, v in response.items()
+    }
+
+
+def _mask_minted_value(value: Any) -> Any:
+    if _is_binary(value):
+        return value
+    if isinstance(value, str):
+        return MINTED_SHAPES.sub(MASK, value) if MINTED_START in value else value
+    if isinstance(value, dict):
+        return {k: _mask_minted_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_mask_minted_value(v) for v in value]
     return value
 
 

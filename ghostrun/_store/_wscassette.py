@@ -60,6 +60,7 @@ from typing import Any
 import orjson
 
 from .._core._files import parse_json
+from .._secrets._credentials import MINTED_SHAPES
 from .._secrets._mask import mask_events, patterns
 from .._secrets._redact import (
     MASK,
@@ -101,7 +102,7 @@ _GENERATED_ID = re.compile(
 _ID_FIELDS = frozenset({"event_id"})
 # Ephemeral client secrets (Realtime session tokens) and credential-named fields
 # are masked in server frames too: a greeting may hand one out.
-_EPHEMERAL = re.compile(r"(?<![A-Za-z0-9])ek_[A-Za-z0-9_\-]{12,}")
+_EPHEMERAL = MINTED_SHAPES
 _MAX_DIFF_LINES = 60
 
 
