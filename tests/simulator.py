@@ -557,6 +557,11 @@ class ProviderSimulator(Served):
         value = "ek_" + hashlib.sha256(f"{call.seq}".encode()).hexdigest()[:32]
         return _json({"value": value, "expires_at": 1_900_000_000, "session": session})
 
+    def _gemini_auth_token(self, call: _Call) -> _Reply:
+        """A Gemini Live ephemeral token, minted for a browser (``auth_tokens/…``)."""
+        name = "auth_tokens/" + hashlib.sha256(f"{call.seq}".encode()).hexdigest()[:40]
+        return _json({"name": name, "uses": 1})
+
     def _audio_speech(self, call: _Call) -> _Reply:
         """Binary, non-UTF-8 audio that still depends on the input text."""
         text = str(call.body.get("input", ""))
@@ -819,6 +824,7 @@ _ROUTES: list[tuple[str, re.Pattern[str], Callable[[ProviderSimulator, _Call], _
         ("POST", r"/(?:openai/)?v1/chat/completions", ProviderSimulator._openai_chat),
         ("POST", r"/v1/responses", ProviderSimulator._openai_responses),
         ("POST", r"/v1/realtime/client_secrets", ProviderSimulator._realtime_client_secret),
+        ("POST", r"/v1(?:alpha|beta)?/auth_tokens", ProviderSimulator._gemini_auth_token),
         ("POST", r"/v1/audio/speech", ProviderSimulator._audio_speech),
         ("POST", r"/v1/audio/transcriptions", ProviderSimulator._audio_transcription),
         ("POST", r"/v1/messages", ProviderSimulator._anthropic_messages),

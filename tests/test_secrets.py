@@ -1893,21 +1893,36 @@ def _chat_with_body_key(provider: ProviderSimulator, key: str, prompt: str = PRO
     return str(response.json()["choices"][0]["message"]["content"])
 
 
-def test_a_client_secret_the_provider_mints_is_masked_in_the_cassette_and_the_run_log(
-    run_log: Any, provider: ProviderSimulator, cassette_dir: Path
+def _openai_client_secret(provider: ProviderSimulator) -> str:
+    client = openai.OpenAI(base_url=provider.url("/v1"), api_key=token("sk-proj-"))
+    return client.realtime.client_secrets.create(session={"type": "realtime"}).value
+
+
+def _gemini_auth_token(provider: ProviderSimulator) -> str:
+    options = genai_types.HttpOptions(base_url=provider.base_url, api_version="v1alpha")
+    client = genai.Client(api_key=token("AIzaSy", 17), http_options=options)
+    return str(client.auth_tokens.create(config={"uses": 1}).name)
+
+
+@pytest.mark.parametrize("mint", [_openai_client_secret, _gemini_auth_token])
+def test_a_key_the_provider_mints_is_masked_in_the_cassette_and_the_run_log(
+    mint: Callable[[ProviderSimulator], str],
+    run_log: Any,
+    provider: ProviderSimulator,
+    cassette_dir: Path,
 ) -> None:
-    """POST /v1/realtime/client_secrets answers an ephemeral key (``ek_…``) for a browser
-    to connect with: a credential the request never carried, found by its shape."""
+    """An ephemeral key minted for a browser (OpenAI's Realtime client secret ``ek_…``,
+    Gemini Live's ``auth_tokens/…``): a credential the request never carried, found by
+    its shape."""
     with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=HOSTS):
-        client = openai.OpenAI(base_url=provider.url("/v1"), api_key=token("sk-proj-"))
-        minted = client.realtime.client_secrets.create(session={"type": "realtime"}).value
+        minted = mint(provider)
         ghostrun.expect(f"connect with {minted}").contains("connect")
-    assert minted.startswith("ek_")
+    assert minted.startswith(("ek_", "auth_tokens/"))
     assert_nothing_of(cassette_dir, [minted])
     assert minted not in run_log_text(run_log) and "connect with" in run_log_text(run_log)
     provider.stop()
     with ghostrun.session(mode="replay", cassette_dir=cassette_dir, hosts=HOSTS) as session:
-        assert client.realtime.client_secrets.create(session={"type": "realtime"}).value == MASK
+        assert mint(provider) == MASK
     assert session.replayed == 1
 
 

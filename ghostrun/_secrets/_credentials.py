@@ -30,7 +30,7 @@ __all__ = [
     "HARMLESS_FIELDS",
     "HARMLESS_NAMES",
     "MINTED_SHAPES",
-    "MINTED_START",
+    "MINTED_STARTS",
     "PLACEHOLDERS",
     "SECRET_SHAPES",
     "SHAPE_START",
@@ -168,10 +168,14 @@ SECRET_SHAPES = re.compile(
 SHAPE_START = re.compile("|".join(start for start, _ in (*_SHAPES, _BEARER, _PRIVATE_KEY)))
 # Credentials a provider mints and hands out in an answer: never what the request carried,
 # so no exact value finds them; masked in every answer (and WebSocket frame) by shape.
-MINTED_SHAPES = re.compile(
-    r"(?<![A-Za-z0-9])ek_[A-Za-z0-9_\-]{12,}"  # OpenAI Realtime client secrets
+_MINTED = (
+    ("ek_", r"[A-Za-z0-9_\-]{12,}"),  # OpenAI Realtime client secrets
+    ("auth_tokens/", r"[A-Za-z0-9_\-]{12,}"),  # Gemini Live ephemeral tokens
 )
-MINTED_START = "ek_"  # the start every minted shape has: absent, none is in a text
+MINTED_SHAPES = re.compile(
+    r"(?<![A-Za-z0-9])(?:" + "|".join(start + rest for start, rest in _MINTED) + ")"
+)
+MINTED_STARTS = tuple(start for start, _ in _MINTED)  # absent from a text, no shape is in it
 _SEPARATORS = frozenset("-_. ")
 _SCHEMA_TYPES = frozenset({"string", "number", "integer", "boolean", "object", "array", "null"})
 _SCHEMA_WORDS = ("$ref", "anyOf", "oneOf", "allOf", "enum", "const", "properties", "items")

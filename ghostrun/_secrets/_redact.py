@@ -52,7 +52,7 @@ from .._wire._multipart import multipart_parts
 from ._credentials import (
     CREDENTIAL_STARTS,
     MINTED_SHAPES,
-    MINTED_START,
+    MINTED_STARTS,
     SECRET_SHAPES,
     SHAPE_START,
     could_be_credential,
@@ -657,7 +657,7 @@ def scrub_text(
     if known:
         text = mask_text(text, patterns(known))
     text = SECRET_SHAPES.sub(MASK, text)
-    if MINTED_START in text:
+    if any(start in text for start in MINTED_STARTS):
         text = MINTED_SHAPES.sub(MASK, text)
     for old, new in sorted((edits or {}).items(), key=lambda item: -len(item[0])):
         if old in text:
@@ -1010,9 +1010,10 @@ def _mask_shapes(value: Any) -> Any:
 
 def _mask_minted(response: dict[str, Any]) -> dict[str, Any]:
     """A response with the credentials a provider minted in it masked (a Realtime client
-    secret, ``ek_…``): the request never carried them, so only their shape finds them."""
+    secret ``ek_…``, a Gemini Live ``auth_tokens/…``): the request never carried them, so
+    only their shape finds them."""
     text = _text_of(response)
-    if text is not None and MINTED_START not in text:
+    if text is not None and not any(start in text for start in MINTED_STARTS):
         return response
     return {
         k: _mask_minted_value(v) if k in ("body", "headers") else v for k, v in response.items()
@@ -1023,7 +1024,7 @@ def _mask_minted_value(value: Any) -> Any:
     if _is_binary(value):
         return value
     if isinstance(value, str):
-        return MINTED_SHAPES.sub(MASK, value) if MINTED_START in value else value
+        return MINTED_SHAPES.sub(MASK, value)
     if isinstance(value, dict):
         return {k: _mask_minted_value(v) for k, v in value.items()}
     if isinstance(value, list):
