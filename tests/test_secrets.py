@@ -39,8 +39,9 @@ from hypothesis import strategies as st
 from simulator import ProviderSimulator, RawReply
 
 import ghostrun
-from ghostrun._secrets._mask import mask_chunks, patterns
+from ghostrun._secrets._mask import patterns
 from ghostrun._secrets._redact import MASK, collect_secrets, redact_entry
+from ghostrun._secrets._streams import mask_chunks
 from ghostrun._store._wscassette import Conversation, redact_conversation
 
 PROMPT = "Summarise my account, please."

@@ -1,40 +1,29 @@
-"""Finding exact secrets in any encoding, in a text or a stream, and masking them.
+"""Finding exact secrets in any encoding, in a text, and masking them.
 
 A secret is matched plain, URL-encoded (``%2F``, ``+``), JSON-escaped once or
 more (``\\"``, ``\\u0041``), HTML-escaped, and base64-encoded (at any of the
 three alignments inside a longer base64 text). Where two matches overlap,
-both go under one mask.
-
-A stream is searched as the provider and the SDK see it: as the joined text
-of each JSON string field across its events (a key a model repeats over two
-delta events, ``"content": "sk-pr"`` then ``"content": "oj-…"``), and over the
-items of a list (logprobs' tokens, and their ``bytes``), read before any mask
-is written, and as the joined text of its chunks (a secret cut in two by TCP). The chunks are
-stored back in their boundaries: a boundary that fell inside a masked
-secret moves to the end of the mask, and the caller is told which moved.
+both go under one mask. A stream, whose secret may be cut over chunks and
+events, is `_streams`' to mask.
 """
 
 from __future__ import annotations
 
 import base64
-import bisect
-import contextlib
 import functools
 import html
-import itertools
 import json
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any, AnyStr, NamedTuple
-
-import orjson
+from typing import Any, AnyStr
 
 __all__ = [
     "MASK",
+    "Edit",
+    "Patterns",
     "base64_forms",
     "candidates",
-    "mask_chunks",
-    "mask_events",
+    "edited",
     "mask_text",
     "patterns",
     "spans",
@@ -42,13 +31,6 @@ __all__ = [
 
 MASK = "[REDACTED]"
 _MIN_FORM = 8  # no form of a secret worth masking is shorter
-# A JSON string, or a list of naturals (unrolled: one step per run of plain characters).
-_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|\[[0-9\s,]*\]', re.DOTALL)
-_AFTER_TOKEN = re.compile(r"\s*:")
-_SCALARS = frozenset({int, float, bool, type(None)})
-_LINE = re.compile(r"([^\r\n]*)(?:\r\n|\r|\n|$)")
-_SSE_DATA = re.compile(r"[\r\n]data:")
-_SSE_FIELDS = ("event:", "id:", "retry:", ":")  # lines of an SSE event beside its data
 
 _ESCAPE_MARKS = frozenset("%\\&+")
 _JSON_ESCAPE = re.compile(r"\\+([uU][0-9a-fA-F]{4}|[\"/\\])")
@@ -201,10 +183,11 @@ def mask_text(text: AnyStr, compiled: Patterns) -> AnyStr:
     if not found:
         return text
     mask: Any = MASK.encode() if isinstance(text, bytes) else MASK
-    return _edited(text, [(start, end, mask) for start, end in found])
+    return edited(text, [(start, end, mask) for start, end in found])
 
 
-def _edited(text: AnyStr, edits: Sequence[Edit]) -> AnyStr:
+def edited(text: AnyStr, edits: Sequence[Edit]) -> AnyStr:
+    """``text`` with each ``(start, end, replacement)`` applied (in order, not overlapping)."""
     pieces, position = [], 0
     for start, end, replacement in edits:
         pieces.append(text[position:start])
@@ -212,356 +195,3 @@ def _edited(text: AnyStr, edits: Sequence[Edit]) -> AnyStr:
         position = end
     pieces.append(text[position:])
     return text[:0].join(pieces)
-
-
-# -- a stream ----------------------------------------------------------------------
-
-
-def mask_chunks(chunks: list[AnyStr], compiled: Patterns) -> tuple[list[AnyStr], list[int]]:
-    """Mask a stream's chunks as one text, and across their events' fields (bytes too).
-
-    Returns the chunks, in their boundaries where the mask allows, and the
-    indices of the chunks whose start moved (to the end of a mask).
-    """
-    if not chunks or not compiled:
-        return chunks, []
-    # The events are read first, as the provider sent them: a mask written before
-    # could break an event's JSON and hide the secret it shares with the next event.
-    # Each edit here leaves its event valid JSON.
-    masked: list[AnyStr]
-    if isinstance(chunks[0], str):
-        joined = "".join(chunks)
-        masked, moved = _split_edited(chunks, joined, _across_events(joined, compiled))
-    else:
-        data = b"".join(chunks)  # a stream that is not all UTF-8: its events, byte by byte
-        masked, moved = _split_edited(chunks, data, _byte_edits(data, compiled))
-    joined = masked[0][:0].join(masked)
-    mask: Any = MASK.encode() if isinstance(joined, bytes) else MASK
-    edits: list[Edit] = [(start, end, mask) for start, end in spans(joined, compiled)]
-    masked, more = _split_edited(masked, joined, edits)
-    return masked, sorted(set(moved) | set(more))
-
-
-def _byte_edits(data: bytes, compiled: Patterns) -> list[Edit]:
-    """`_across_events` of a stream that is not all UTF-8 (a stray Latin-1 byte in one
-    event), its edits at byte offsets: each byte that is no UTF-8 is read as a character
-    of its own (``surrogateescape``) and written back as it was."""
-    text = data.decode("utf-8", "surrogateescape")
-    edits = _across_events(text, compiled)
-    out: list[Edit] = []
-    position = offset = 0
-    for start, end, replacement in edits:
-        offset += len(text[position:start].encode("utf-8", "surrogateescape"))
-        length = len(text[start:end].encode("utf-8", "surrogateescape"))
-        try:
-            written = replacement.encode("utf-8", "surrogateescape")
-        except UnicodeEncodeError:  # a lone surrogate the event spelled as an escape
-            written = json.dumps(json.loads(replacement)).encode("ascii")
-        out.append((offset, offset + length, written))
-        position, offset = end, offset + length
-    return out
-
-
-def mask_events(values: list[Any], compiled: Patterns) -> list[Any]:
-    """The JSON values of one stream's events (WebSocket frames, AWS event-stream
-    payloads; or one body's value), each secret that only their joined fields spell
-    masked (`_across_events`).
-
-    Each value is read as one SSE event's data, as `mask_chunks` reads a stream;
-    a secret whole inside one value is left to the caller's mask of that value.
-    """
-    if not values or not compiled:
-        return values
-    lines = [f"data: {_dumps(value)}\n" for value in values]
-    joined = "".join(lines)
-    edits = _across_events(joined, compiled)
-    if not edits:
-        return values
-    masked, _moved = _split_edited(lines, joined, edits)  # edits stay inside one token
-    return [
-        value if line == before else json.loads(line[6:])
-        for value, line, before in zip(values, masked, lines, strict=True)
-    ]
-
-
-def _dumps(value: Any) -> str:
-    try:
-        return orjson.dumps(value).decode("utf-8")
-    except TypeError:  # a lone surrogate, which orjson refuses
-        return json.dumps(value, ensure_ascii=False)
-
-
-def _split_edited(
-    chunks: list[AnyStr], joined: AnyStr, edits: Sequence[Edit]
-) -> tuple[list[AnyStr], list[int]]:
-    """Apply edits to the joined text and cut it again where each chunk ended."""
-    if not edits:
-        return chunks, []
-    text = _edited(joined, edits)
-    cuts: list[int] = []
-    moved: list[int] = []
-    offset = shift = 0
-    pending = iter(edits)
-    edit = next(pending, None)
-    for index, chunk in enumerate(chunks[:-1], start=1):
-        offset += len(chunk)
-        while edit is not None and edit[1] <= offset:
-            shift += len(edit[2]) - (edit[1] - edit[0])
-            edit = next(pending, None)
-        if edit is not None and edit[0] < offset < edit[1]:
-            cuts.append(edit[0] + shift + len(edit[2]))  # inside a mask: after it
-            moved.append(index)
-        else:
-            cuts.append(offset + shift)
-    bounds = [0, *cuts, len(text)]
-    return [text[a:b] for a, b in itertools.pairwise(bounds)], moved
-
-
-def _across_events(joined: str, compiled: Patterns) -> list[Edit]:
-    """Edits masking secrets that only the joined fields of several values show: of one
-    field over a stream's events, or of a list's items (logprobs' tokens, Gemini's parts).
-
-    A field's values are joined three ways: at their exact place (list positions kept),
-    at any position of every list, and at any position but the innermost list's (the
-    first ``top_logprobs`` of each token): each way a model may spell a secret.
-    """
-    pieces: list[_Piece] = []
-    groups: dict[tuple[Any, ...], list[int]] = {}
-    for payload, segments in _documents(joined):
-        fields = _string_fields(payload) if not isinstance(payload, _Text) else _text_field(payload)
-        for path, (start, end), value, kind in fields:
-            # A string never spans two lines; a pretty list of bytes may: its edit then
-            # takes the data lines between into one.
-            at, to = _in_joined(segments, start), _in_joined(segments, end - 1) + 1
-            for group in _joins(path):
-                groups.setdefault(group, []).append(len(pieces))
-            pieces.append(_Piece(at, to, payload[start:end], value, kind))
-    masked: dict[int, list[tuple[int, int, bool]]] = {}
-    for ids in groups.values():
-        if len(ids) > 1 or pieces[ids[0]].kind == "bytes":
-            for index, cut in _group_masks([pieces[i] for i in ids], compiled):
-                masked.setdefault(ids[index], []).append(cut)
-    edits = [_piece_edit(pieces[i], cuts) for i, cuts in masked.items()]
-    return sorted(edit for edit in edits if edit is not None)
-
-
-class _Piece(NamedTuple):
-    """One field's value in a stream: its token's span, and the text it holds."""
-
-    start: int
-    end: int
-    token: str  # as the document spells it
-    value: str
-    kind: str  # "json" (a string), "bytes" (a logprob's list of them, read as UTF-8), "text"
-
-
-def _joins(path: tuple[Any, ...]) -> set[tuple[Any, ...]]:
-    """The groups a field at ``path`` joins (see `_across_events`)."""
-    positions = [i for i, step in enumerate(path) if type(step) is int]
-    if not positions:
-        return {path}
-    anywhere = tuple(step for step in path if type(step) is not int)
-    inner = tuple(s for i, s in enumerate(path) if type(s) is not int or i == positions[-1])
-    return {path, ("*", *anywhere), ("*", *inner)}
-
-
-Segments = list[tuple[int, int]]  # (offset in a document, offset in the stream) of each line
-
-
-def _in_joined(segments: Segments, offset: int) -> int:
-    """Where an offset in a document is in the stream."""
-    start, at = segments[bisect.bisect_right(segments, offset, key=lambda s: s[0]) - 1]
-    return at + offset - start
-
-
-def _documents(joined: str) -> Iterable[tuple[str, Segments]]:
-    """Each JSON document of a stream, and where its lines are in the stream.
-
-    A document is an SSE event's data (its ``data:`` lines joined by newlines, as an SDK
-    reads them: JSON may be spread over several), an NDJSON line, or the whole text when
-    it is one JSON array (Gemini's stream without ``alt=sse``). Lines end as SSE lets
-    them: CRLF, LF or a lone CR.
-    """
-    stripped = joined.lstrip()
-    if stripped.startswith("[") and not _SSE_DATA.search(joined):
-        yield stripped, [(0, len(joined) - len(stripped))]
-        return
-    data: list[tuple[int, str]] = []  # the current SSE event's data lines: (offset, text)
-    for match in _LINE.finditer(joined):
-        start, line = match.start(), match.group(1)
-        if line.startswith("data:"):
-            value, at = line[5:], start + 5
-            if value.startswith(" "):
-                value, at = value[1:], at + 1
-            data.append((at, value))
-        elif not line or not line.startswith(_SSE_FIELDS):
-            yield from _event_documents(data)
-            data = []
-            body = line.strip()
-            if body[:1] in ("{", "["):  # an NDJSON line
-                yield body, [(0, start + len(line) - len(line.lstrip()))]
-        if match.end() == len(joined):
-            break
-    yield from _event_documents(data)
-
-
-def _event_documents(data: list[tuple[int, str]]) -> Iterable[tuple[str, Segments]]:
-    """One SSE event's data as a document; each line alone if together they are no JSON
-    (a line that is no JSON is a text of its own, `_Text`)."""
-    payload = "\n".join(text for _at, text in data)
-    if len(data) > 1 and _parses(payload):
-        segments, offset = [], 0
-        for at, text in data:
-            segments.append((offset, at))
-            offset += len(text) + 1
-        yield payload, segments
-        return
-    for at, text in data:
-        body = text.strip()
-        if body[:1] in ("{", "["):
-            yield body, [(0, at + len(text) - len(text.lstrip()))]
-        elif text:  # a text streamed as is: its pieces join like a field's
-            yield _Text(text), [(0, at)]
-
-
-def _parses(payload: str) -> bool:
-    try:
-        orjson.loads(payload)
-    except orjson.JSONDecodeError:
-        try:
-            json.loads(payload)
-        except ValueError:
-            return False
-    return True
-
-
-class _Text(str):
-    """An SSE event's data that is no JSON: a text streamed as is (a piece of an answer)."""
-
-
-def _text_field(payload: _Text) -> list[tuple[tuple[Any, ...], tuple[int, int], str, str]]:
-    return [((_Text,), (0, len(payload)), str(payload), "text")]
-
-
-def _string_fields(payload: str) -> list[tuple[tuple[Any, ...], tuple[int, int], str, str]]:
-    """(path, span of its token in ``payload``, text, bytes?) of each JSON string value and
-    each list of byte values (a logprob's ``bytes`` spell its token), in order.
-
-    A path carries the ``index`` fields of the objects on the way (``choices[].index``,
-    Anthropic's block ``index``), so parallel choices or blocks are never joined.
-    """
-    tokens = [m for m in _TOKEN.finditer(payload) if not _AFTER_TOKEN.match(payload, m.end())]
-    leaves: list[tuple[tuple[Any, ...], str | None, bool]] = []
-    with contextlib.suppress(orjson.JSONDecodeError):  # not JSON, or orjson refuses it
-        _leaves(orjson.loads(payload), (), leaves, top=True)
-    if len(tokens) != len(leaves):
-        # A duplicate key (orjson keeps one of its values) or a lone surrogate escape
-        # (orjson refuses it; the SDKs' json does not): read again, every member kept.
-        leaves = []
-        try:
-            _leaves(json.loads(payload, object_pairs_hook=_Members), (), leaves, top=True)
-        except ValueError:
-            return []
-        if len(tokens) != len(leaves):
-            return []
-    return [
-        (path, m.span(), text, "bytes" if is_bytes else "json")
-        for (path, text, is_bytes), m in zip(leaves, tokens, strict=True)
-        if text is not None
-    ]
-
-
-class _Members(list[tuple[str, Any]]):
-    """An object's members in order, a duplicate key's too (the second reading)."""
-
-
-def _leaves(
-    value: Any,
-    path: tuple[Any, ...],
-    out: list[tuple[tuple[Any, ...], str | None, bool]],
-    *,
-    top: bool = False,
-) -> None:
-    if isinstance(value, dict | _Members):
-        members = value.items() if isinstance(value, dict) else value
-        marks = tuple((k, v) for k, v in members if k.endswith("index") and type(v) is int)
-        for key, item in members:
-            _leaves(item, (*path, *marks, key), out)
-    elif isinstance(value, list):
-        kinds = set(map(type, value))  # at C speed: an embedding has thousands of numbers
-        if kinds <= _SCALARS:
-            if not top and kinds <= {int} and all(item >= 0 for item in value):
-                # A token of _TOKEN, like a string: bytes when each is one (else not read).
-                data = bytes(value) if all(item < 256 for item in value) else None
-                text = None if data is None else data.decode("utf-8", "surrogateescape")
-                out.append((path, text, True))
-            return
-        for index, item in enumerate(value):  # a top array's elements are its events
-            _leaves(item, path if top else (*path, index), out)
-    elif isinstance(value, str):
-        out.append((path, value, False))
-
-
-def _group_masks(
-    pieces: list[_Piece], compiled: Patterns
-) -> list[tuple[int, tuple[int, int, bool]]]:
-    """Where each secret of one group's joined text lies in its pieces: (piece, (start,
-    end, whether the mask is written there)); the first piece a secret touches holds its
-    mask, the others are emptied where it runs. A secret whole in one string is left to
-    the mask of the text (it sees strings, never lists of bytes)."""
-    text = "".join(piece.value for piece in pieces)
-    found = [s for s in spans(text, compiled) if not _within_one(s, pieces)]
-    cuts: list[tuple[int, tuple[int, int, bool]]] = []
-    offset = 0
-    for index, piece in enumerate(pieces):
-        lo, hi = offset, offset + len(piece.value)
-        offset = hi
-        for a, b in found:
-            if a < hi and b > lo:
-                cuts.append((index, (max(a, lo) - lo, min(b, hi) - lo, a >= lo)))
-    return cuts
-
-
-def _piece_edit(piece: _Piece, cuts: list[tuple[int, int, bool]]) -> Edit | None:
-    """The edit writing ``piece`` with its cuts masked, or None if its token is not what
-    was read (never write a token whose value was not what was read)."""
-    merged: list[list[Any]] = []
-    for start, end, masks in sorted(cuts):
-        if merged and start < merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], end)
-            merged[-1][2] = merged[-1][2] or masks
-        else:
-            merged.append([start, end, masks])
-    value, new, position = piece.value, [], 0
-    for start, end, masks in merged:
-        new.append(value[position:start])
-        if masks:
-            new.append(MASK)
-        position = end
-    new.append(value[position:])
-    token = piece.token
-    if piece.kind == "text":
-        return piece.start, piece.end, "".join(new)
-    read = json.loads(token)
-    if piece.kind == "bytes":
-        if read != list(value.encode("utf-8", "surrogateescape")):
-            return None
-        data = list("".join(new).encode("utf-8", "surrogateescape"))
-        return piece.start, piece.end, json.dumps(data)
-    if read != value:
-        return None
-    return piece.start, piece.end, _encoded("".join(new), ascii_only=token.isascii())
-
-
-def _within_one(span: tuple[int, int], pieces: list[_Piece]) -> bool:
-    offset = 0
-    for piece in pieces:
-        end = offset + len(piece.value)
-        if offset <= span[0] and span[1] <= end:
-            return piece.kind != "bytes"
-        offset = end
-    return False
-
-
-def _encoded(value: str, *, ascii_only: bool) -> str:
-    return json.dumps(value, ensure_ascii=ascii_only)

@@ -64,15 +64,8 @@ from ._credentials import (
     is_schema,
     squash,
 )
-from ._mask import (
-    MASK,
-    base64_forms,
-    candidates,
-    mask_chunks,
-    mask_events,
-    mask_text,
-    patterns,
-)
+from ._mask import MASK, base64_forms, candidates, mask_text, patterns
+from ._streams import mask_chunks, mask_events
 
 __all__ = [
     "MASK",

@@ -61,7 +61,7 @@ import orjson
 
 from .._core._files import parse_json
 from .._secrets._credentials import MINTED_SHAPES
-from .._secrets._mask import mask_events, patterns
+from .._secrets._mask import patterns
 from .._secrets._redact import (
     MASK,
     collect_secrets,
@@ -71,6 +71,7 @@ from .._secrets._redact import (
     redact_entry,
     remember_secrets,
 )
+from .._secrets._streams import mask_events
 from ._keys import canonical_body, is_credential_field, match_key
 from ._render import render_body
 
