@@ -1607,9 +1607,18 @@ def test_a_key_split_across_events_is_masked_however_the_stream_is_spelled(
         200, [("content-type", "text/event-stream")], chunks=events
     )
 
+    _record_then_replay_masked(provider, cassette_dir, "/raw/spelled", key, text)
+
+
+def _record_then_replay_masked(
+    provider: ProviderSimulator, cassette_dir: Path, route: str, key: str, text: str
+) -> None:
+    """A chat stream of ``route`` spells ``text`` live; none of ``key`` is written; the
+    simulator stopped, it replays with the key masked."""
+
     def chat(mode: str) -> str:
         with ghostrun.session(mode=mode, cassette_dir=cassette_dir, hosts=HOSTS):
-            client = openai.OpenAI(base_url=provider.url("/raw/spelled"), api_key=key)
+            client = openai.OpenAI(base_url=provider.url(route), api_key=key)
             stream = client.chat.completions.create(model="m", messages=MESSAGES, stream=True)
             return "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
 
@@ -1695,16 +1704,7 @@ def test_a_key_split_across_sse_events_served_as_plain_text_is_masked(
         200, [("content-type", "text/plain")], chunks=[*events, b"data: [DONE]\n\n"]
     )
 
-    def chat(mode: str) -> str:
-        with ghostrun.session(mode=mode, cassette_dir=cassette_dir, hosts=HOSTS):
-            client = openai.OpenAI(base_url=provider.url("/raw/plain"), api_key=key)
-            stream = client.chat.completions.create(model="m", messages=MESSAGES, stream=True)
-            return "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
-
-    assert chat("record") == text
-    assert_nothing_of(cassette_dir, [key])
-    provider.stop()
-    assert chat("replay") == text.replace(key, MASK)
+    _record_then_replay_masked(provider, cassette_dir, "/raw/plain", key, text)
 
 
 def test_a_key_split_across_the_events_of_a_plain_text_sse_stream_is_masked(

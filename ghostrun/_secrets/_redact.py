@@ -78,6 +78,7 @@ __all__ = [
     "keep_request_header",
     "keep_response_header",
     "learn_hook_edits",
+    "mask_shapes",
     "redact_entry",
     "remember_secrets",
     "request_secrets",
@@ -687,7 +688,7 @@ def redact_entry(entry: dict[str, Any], secrets: frozenset[str]) -> dict[str, An
             request = {**request, "body": _mask_form_fields(body, _content_type(request))}
         text = _text_of(request)
         if text is None or SHAPE_START.search(text):
-            request = _mask_shapes(request)
+            request = mask_shapes(request)
         entry["request"] = request
     return entry
 
@@ -989,15 +990,16 @@ def _masked_form_pair(match: re.Match[str]) -> str:
     return match.group(0)
 
 
-def _mask_shapes(value: Any) -> Any:
+def mask_shapes(value: Any, shapes: re.Pattern[str] = SECRET_SHAPES) -> Any:
+    """``value`` with every match of ``shapes`` in its strings masked; binary bodies as they are."""
     if _is_binary(value):
         return value
     if isinstance(value, str):
-        return SECRET_SHAPES.sub(MASK, value)
+        return shapes.sub(MASK, value)
     if isinstance(value, dict):
-        return {k: _mask_shapes(v) for k, v in value.items()}
+        return {k: mask_shapes(v, shapes) for k, v in value.items()}
     if isinstance(value, list):
-        return [_mask_shapes(v) for v in value]
+        return [mask_shapes(v, shapes) for v in value]
     return value
 
 
@@ -1009,20 +1011,9 @@ def _mask_minted(response: dict[str, Any]) -> dict[str, Any]:
     if text is not None and not any(start in text for start in MINTED_STARTS):
         return response
     return {
-        k: _mask_minted_value(v) if k in ("body", "headers") else v for k, v in response.items()
+        k: mask_shapes(v, MINTED_SHAPES) if k in ("body", "headers") else v
+        for k, v in response.items()
     }
-
-
-def _mask_minted_value(value: Any) -> Any:
-    if _is_binary(value):
-        return value
-    if isinstance(value, str):
-        return MINTED_SHAPES.sub(MASK, value)
-    if isinstance(value, dict):
-        return {k: _mask_minted_value(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_mask_minted_value(v) for v in value]
-    return value
 
 
 def _mask_signed_urls(response: dict[str, Any]) -> dict[str, Any]:

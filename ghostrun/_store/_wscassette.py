@@ -68,6 +68,7 @@ from .._secrets._redact import (
     entry_secrets,
     keep_request_header,
     keep_response_header,
+    mask_shapes,
     redact_entry,
     remember_secrets,
 )
@@ -458,22 +459,12 @@ def redact_event(event: dict[str, Any], secrets: frozenset[str]) -> dict[str, An
     """One ``{"client": FRAME}`` or ``{"server": FRAME}`` as it may be written."""
     if "client" in event:
         entry = redact_entry({"request": {"body": event["client"]}, "response": {}}, secrets)
-        return {"client": _mask_ephemeral(entry["request"]["body"])}
+        return {"client": mask_shapes(entry["request"]["body"], _EPHEMERAL)}
     if "server" in event:
         entry = redact_entry({"request": {}, "response": {"body": event["server"]}}, secrets)
         body = entry["response"]["body"]
-        return {"server": _mask_ephemeral(body)}
+        return {"server": mask_shapes(body, _EPHEMERAL)}
     return event
-
-
-def _mask_ephemeral(value: Any) -> Any:
-    if isinstance(value, str):
-        return _EPHEMERAL.sub(MASK, value)
-    if isinstance(value, dict):
-        return {k: _mask_ephemeral(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_mask_ephemeral(v) for v in value]
-    return value
 
 
 # -- the file -------------------------------------------------------------------
