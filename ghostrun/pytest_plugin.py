@@ -159,7 +159,7 @@ class _Ghostrun:
         self.written: list[Path] = []
         self.outcomes: dict[str, str] = {}
         self.errors: list[Exception] = []
-        self._restore_settings = (settings.suite_mode, settings.cassette_dir)
+        self._restore_settings = (settings.suite_mode, settings.plugin_cassette_dir)
         self._restore_env = {name: os.environ.get(name) for name in _EXPORTED}
         self._restore_log = _runlog.swap(_runlog.RunLog())
         self._restore_autoflush = _runlog.set_autoflush(False)
@@ -177,13 +177,13 @@ class _Ghostrun:
         cassette_dir = config.getoption("ghostrun_cassette_dir") or config.getini(
             "ghostrun_cassette_dir"
         )
-        if cassette_dir:
-            settings.cassette_dir = rooted(config, cassette_dir)
+        if cassette_dir:  # beaten by GHOSTRUN_CASSETTE_DIR, as DESIGN §2 orders them
+            settings.plugin_cassette_dir = rooted(config, cassette_dir)
         if config.pluginmanager.hasplugin("xdist") and not self.worker:
             config.pluginmanager.register(_XdistController(), "ghostrun-xdist")
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
-        settings.suite_mode, settings.cassette_dir = self._restore_settings
+        settings.suite_mode, settings.plugin_cassette_dir = self._restore_settings
         for name, value in self._restore_env.items():
             if value is None:
                 os.environ.pop(name, None)

@@ -296,7 +296,7 @@ def test_show_survives_a_console_that_is_not_utf8(
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["check", "--cassette-dir", "nowhere"], "no cassette directory at nowhere"),
+        (["check", "--cassette-dir", "nowhere"], "no cassette directory at /"),
         (["diff", "v9"], "no run named 'v9'"),
         (["diff"], "no snapshot to compare with"),
         (["show", "deadbeef"], "no cassette or verdict 'deadbeef'"),

@@ -1,4 +1,10 @@
-"""Suite-wide defaults: ``ghostrun.configure(...)`` and the environment."""
+"""Suite-wide defaults: ``ghostrun.configure(...)``, the environment, and the project's table.
+
+Each setting resolves, strongest first: what code set (a session argument, then
+``configure()``), the environment, what the pytest plugin set from its flags and
+ini options, the project's ``[tool.ghostrun]`` (`_project`), the default. The mode
+has its own order (`resolve_mode`): the suite-wide switch beats the code.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from . import _project
 from ._modes import Mode, parse_mode, running_on_ci
 from ._public import public
 from ._telemetry import UrlList
@@ -30,17 +37,43 @@ class Settings:
     judge: Any = None
     on_judge_unavailable: Literal["error", "skip"] | None = None
     min_judge_kappa: float | None = None  # below it, a judged failure says so (_calibrate)
+    plugin_cassette_dir: Path | None = None  # pytest's flag or ini: beaten by the environment
 
     def resolve_cassette_dir(self, explicit: str | os.PathLike[str] | None = None) -> Path:
         if explicit is not None:
             return Path(explicit)
         if self.cassette_dir is not None:
             return self.cassette_dir
-        return Path(os.environ.get("GHOSTRUN_CASSETTE_DIR") or DEFAULT_CASSETTE_DIR)
+        env = os.environ.get("GHOSTRUN_CASSETTE_DIR")
+        if env:
+            return Path(env)
+        if self.plugin_cassette_dir is not None:
+            return self.plugin_cassette_dir
+        return _project.current().path("cassette_dir") or Path(DEFAULT_CASSETTE_DIR)
 
     def extra_hosts(self) -> tuple[str, ...]:
         env = os.environ.get("GHOSTRUN_HOSTS", "")
-        return self.hosts + tuple(h.strip() for h in env.split(",") if h.strip())
+        project = tuple(_project.current().get("hosts") or ())
+        return self.hosts + tuple(h.strip() for h in env.split(",") if h.strip()) + project
+
+    def judge_spec(self) -> tuple[str | None, str | None]:
+        """The project's judge, as the CLI names one: (``--judge``, ``--judge-url``)."""
+        project = _project.current()
+        return project.get("judge"), project.get("judge_url")
+
+    def resolve_on_judge_unavailable(self) -> str:
+        if self.on_judge_unavailable is not None:
+            return self.on_judge_unavailable
+        return str(_project.current().get("on_judge_unavailable") or "error")
+
+    def resolve_min_judge_kappa(self) -> float | None:
+        if self.min_judge_kappa is not None:
+            return self.min_judge_kappa
+        value = _project.current().get("min_judge_kappa")
+        return None if value is None else _kappa(value)
+
+    def resolve_ignore_urls(self) -> tuple[str, ...]:
+        return self.ignore_urls + tuple(_project.current().get("ignore_urls") or ())
 
 
 settings = Settings()
@@ -51,6 +84,8 @@ _TRUE, _FALSE = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
 def block_network_default() -> bool:
     """``block_network`` for a session that does not say (pytest's flag sets the variable)."""
     value = os.environ.get("GHOSTRUN_BLOCK_NETWORK", "").strip().lower()
+    if not value:
+        return bool(_project.current().get("block_network"))
     if value in _TRUE or value in _FALSE:
         return value in _TRUE
     raise ValueError(
@@ -78,6 +113,7 @@ def configure(
     ``min_judge_kappa`` is the agreement with your labels (``ghostrun calibrate``)
     below which a judged failure warns that the judge, not the app, may be wrong.
     """
+    _project.forget()  # a configure() call also re-reads the project's table
     if mode is not _UNSET:
         settings.mode = None if mode is None else parse_mode(mode)
     if cassette_dir is not _UNSET:
@@ -127,4 +163,7 @@ def resolve_mode(code_mode: Mode | str | None = None) -> Mode:
         return parse_mode(code_mode)
     if settings.mode is not None:
         return settings.mode
+    project = _project.current()
+    if project.get("mode") is not None:
+        return parse_mode(project.get("mode"), f"mode in {project.source}")
     return Mode.REPLAY if running_on_ci() else Mode.AUTO

@@ -398,7 +398,7 @@ def _threshold() -> float | None:
     """``GHOSTRUN_MIN_JUDGE_KAPPA`` (the per-run switch) beats ``configure(min_judge_kappa=)``."""
     env = os.environ.get(THRESHOLD_ENV, "").strip()
     if not env:
-        return settings.min_judge_kappa
+        return settings.resolve_min_judge_kappa()
     try:
         return float(env)
     except ValueError:

@@ -36,7 +36,15 @@ from .._recording import _runlog, _session
 from .._recording._deck import Deck
 from .._secrets._redact import scrub_text
 from .._store import _validate
-from ._judges import PROMPT_TEMPLATE_VERSION, Judge, OllamaJudge, RawVerdict, as_judge, no_recording
+from ._judges import (
+    PROMPT_TEMPLATE_VERSION,
+    Judge,
+    OllamaJudge,
+    RawVerdict,
+    as_judge,
+    judge_from_spec,
+    no_recording,
+)
 from ._script import ghostrun_skip
 
 __all__ = [
@@ -164,7 +172,8 @@ def resolve_judge(judge: Any = None) -> Judge:
     if judge is None:
         judge = settings.judge
     if judge is None:
-        return OllamaJudge()
+        spec, url = settings.judge_spec()  # the project's [tool.ghostrun] judge
+        return judge_from_spec(spec, url) if spec or url else OllamaJudge()
     return as_judge(judge)
 
 
@@ -279,7 +288,7 @@ def _skip_when_unavailable() -> bool:
         if env not in ("error", "skip"):
             raise ValueError(f"invalid {_ON_UNAVAILABLE_ENV}={env!r}: expected 'error' or 'skip'")
         return env == "skip"
-    return settings.on_judge_unavailable == "skip"
+    return settings.resolve_on_judge_unavailable() == "skip"
 
 
 def _replay_skip(judge: Judge, criterion: str, path: Path) -> unittest.SkipTest:

@@ -200,7 +200,8 @@ class Deck:
         self._unraised: list[CacheMiss] = []
         self._write_errors: list[Exception] = []
         self.warned_unlisted = False  # the engine's UnlistedHostWarning: once per session
-        self.telemetry = UrlList(TELEMETRY_URLS + settings.ignore_urls + arguments.ignore_urls)
+        ignored = settings.resolve_ignore_urls() + arguments.ignore_urls
+        self.telemetry = UrlList(TELEMETRY_URLS + ignored)
         self._on_close: list[Callable[[], None]] = []  # WebSocket tapes still open, to write
 
     # -- entering and leaving ------------------------------------------------

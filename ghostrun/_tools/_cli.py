@@ -35,6 +35,7 @@ from .._core._config import settings
 from .._core._exceptions import CacheMiss, CassetteError, JudgeUnavailable
 from .._core._files import read_json, write_atomic
 from .._core._modes import Mode
+from .._core._project import ProjectConfigError
 from .._core._version import __version__
 from .._core._words import plural
 from .._judging import _calibrate
@@ -61,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return int(args.run(args))
-    except (_UsageError, CassetteError) as exc:
+    except (_UsageError, CassetteError, ProjectConfigError) as exc:
         print(f"ghostrun {args.command}: {exc}", file=sys.stderr)
         return 2
 
@@ -81,7 +82,8 @@ def _parser() -> argparse.ArgumentParser:
         metavar="DIR",
         type=Path,
         default=None,
-        help="the cassette directory (default: GHOSTRUN_CASSETTE_DIR, then .ghostrun_cache)",
+        help="the cassette directory (default: GHOSTRUN_CASSETTE_DIR, then cassette_dir under "
+        "[tool.ghostrun] in the nearest pyproject.toml, then .ghostrun_cache)",
     )
     parser = argparse.ArgumentParser(
         prog="ghostrun",
@@ -167,11 +169,17 @@ def _command(
 def _cassette_dir(args: argparse.Namespace) -> Path:
     directory: Path = args.cassette_dir or settings.resolve_cassette_dir()
     if not directory.is_dir():
-        raise _UsageError(
-            f"no cassette directory at {directory}: pass --cassette-dir DIR or set "
-            "GHOSTRUN_CASSETTE_DIR"
-        )
+        raise _UsageError(no_cassette_dir(directory))
     return directory
+
+
+def no_cassette_dir(directory: Path) -> str:
+    """Where ghostrun looked, and the three ways to point it at the project's cassettes."""
+    return (
+        f"no cassette directory at {directory.absolute()}: pass --cassette-dir DIR, set "
+        "GHOSTRUN_CASSETTE_DIR, or say it once for the project in pyproject.toml:\n"
+        '    [tool.ghostrun]\n    cassette_dir = "tests/cassettes"'
+    )
 
 
 # ghostrun's own typography, and what a console that cannot show it gets instead.
@@ -596,7 +604,7 @@ def _review_commands(commands: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _run_review(args: argparse.Namespace) -> int:
-    directory: Path = args.cassette_dir or settings.resolve_cassette_dir()
+    directory = _cassette_dir(args)
     try:
         if args.runs:
             if not (args.before and args.after):

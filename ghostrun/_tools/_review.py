@@ -87,7 +87,10 @@ def state_from_dir(directory: Path, run: str = "_last", label: str | None = None
     """The state of a directory on disk."""
     directory = Path(directory)
     if not directory.is_dir():
-        raise ReviewError(f"no cassette directory at {directory}")
+        raise ReviewError(
+            f"no cassette directory at {directory.absolute()}: pass --cassette-dir DIR, set "
+            "GHOSTRUN_CASSETTE_DIR, or set cassette_dir under [tool.ghostrun] in pyproject.toml"
+        )
     files = {
         str(path.relative_to(directory)): path.read_bytes()
         for pattern in ("*.json", "judge/*.json", f"runs/{run}.json")
