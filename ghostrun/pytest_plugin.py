@@ -52,6 +52,7 @@ from typing import Any
 import pytest
 
 from ._core._config import settings, suite_mode
+from ._core._distribution import foreign_install
 from ._core._exceptions import CacheMiss
 from ._core._modes import VCR_ALIASES, Mode, parse_mode
 from ._intercept import _guard
@@ -135,6 +136,12 @@ def pytest_load_initial_conftests(
             f"(auto, record or replay; vcrpy's {mapping} work too, and 'once' has no "
             "equivalent: use auto)"
         )
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """The other project named ``ghostrun``, when it shares this environment (`_distribution`)."""
+    warning = foreign_install()
+    return [f"ghostrun: WARNING: {warning}"] if warning else []
 
 
 def pytest_configure(config: pytest.Config) -> None:

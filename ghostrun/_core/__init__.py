@@ -3,6 +3,8 @@
     _exceptions   every error and warning ghostrun raises
     _modes        the modes and their names (vcrpy's too)
     _config       ``configure()``, the environment, and the mode in force
+    _project      the project's ``[tool.ghostrun]`` table in pyproject.toml
+    _distribution the distribution's name, and the other project named ghostrun
     _hosts        provider hosts and the host patterns sessions add
     _telemetry    URLs that are never recorded (trace uploads)
     _files        atomic writes, JSON in and out, temp and lock file names

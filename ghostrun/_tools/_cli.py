@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from .._core._config import settings
+from .._core._distribution import foreign_install
 from .._core._exceptions import CacheMiss, CassetteError, JudgeUnavailable
 from .._core._files import read_json, write_atomic
 from .._core._modes import Mode
@@ -55,6 +56,9 @@ class _UsageError(Exception):
 
 def main(argv: Sequence[str] | None = None) -> int:
     _never_crash_on_encoding()
+    warning = foreign_install()
+    if warning:
+        print(f"ghostrun: WARNING: {warning}", file=sys.stderr)
     parser = _parser()
     args = parser.parse_args(argv)
     if not hasattr(args, "run"):
