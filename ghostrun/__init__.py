@@ -80,7 +80,8 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+    """The public names only: what ``dir(ghostrun)`` and completion show a user."""
+    return sorted(__all__)
 
 
 __all__ = [

@@ -110,3 +110,9 @@ def test_hosts_accept_urls_and_ports() -> None:
     matcher = HostMatcher(["http://127.0.0.1:8080/v1", "  Example.org "])
     assert matcher("127.0.0.1", 8080) and not matcher("127.0.0.1", 8081)
     assert matcher("example.org") and matcher("api.example.org")
+
+
+def test_dir_shows_the_public_names_only() -> None:
+    shown = dir(ghostrun)
+    assert shown == sorted(ghostrun.__all__)
+    assert "Any" not in shown and "importlib" not in shown
