@@ -29,6 +29,11 @@ if TYPE_CHECKING:
 
 __all__ = ["Expectation", "ExpectationFailed", "expect", "expect_tool_calls"]
 
+# A failed expectation's traceback ends in the test, not in these frames: unittest
+# leaves out modules that set ``__unittest``, pytest those that set ``__tracebackhide__``.
+__unittest = True
+__tracebackhide__ = True
+
 
 @public
 def expect(value: object, judge: Any = None) -> Expectation:

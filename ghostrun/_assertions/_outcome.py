@@ -18,6 +18,11 @@ if TYPE_CHECKING:
 
 __all__ = ["MAX_SHOWN", "ExpectationFailed", "block", "check", "failure_message", "shorten"]
 
+# A failed expectation's traceback ends in the test, not in these frames: unittest
+# leaves out modules that set ``__unittest``, pytest those that set ``__tracebackhide__``.
+__unittest = True
+__tracebackhide__ = True
+
 # Texts longer than this are shown with their middle cut out.
 MAX_SHOWN = 2000
 _INDENT = "    "
@@ -92,7 +97,7 @@ def check(
             reason=reason,
             judge=judge,
             verdict=verdict,
-        )
+        ) from None  # the message says what went wrong; a parser's error inside is noise
 
 
 def _report(

@@ -18,6 +18,11 @@ from typing import Any
 
 __all__ = ["json_equal", "schema_errors"]
 
+# A failed expectation's traceback ends in the test, not in these frames: unittest
+# leaves out modules that set ``__unittest``, pytest those that set ``__tracebackhide__``.
+__unittest = True
+__tracebackhide__ = True
+
 # Keywords that describe but never constrain (and containers of definitions).
 _ANNOTATIONS = frozenset(
     {

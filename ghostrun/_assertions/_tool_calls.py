@@ -23,6 +23,11 @@ from ._schema import json_equal
 
 __all__ = ["ToolCall", "ToolCallExpectation", "normalize_tool_calls"]
 
+# A failed expectation's traceback ends in the test, not in these frames: unittest
+# leaves out modules that set ``__unittest``, pytest those that set ``__tracebackhide__``.
+__unittest = True
+__tracebackhide__ = True
+
 # Call items named by their ``type``; the value says where the arguments are.
 _TYPED_CALLS = {
     "function_call": "arguments",  # OpenAI Responses

@@ -175,6 +175,8 @@ class TestCaseMixin(_Base):
         except BaseException as exc:
             if carries_miss(exc):
                 self._ghostrun_escaped = exc
+            if isinstance(exc, ExpectationFailed):
+                _end_traceback_in_the_test(exc)
             raise
 
     # -- assertions: expect() in unittest's spelling --------------------------------------
@@ -256,6 +258,23 @@ class TestCaseMixin(_Base):
 
 
 _MISSING = object()
+
+
+def _end_traceback_in_the_test(exc: BaseException) -> None:
+    """Cut a failed expectation's traceback after the test's own last frame.
+
+    unittest leaves out the trailing frames of modules that set ``__unittest`` only
+    when the failure is exactly ``failureException``; an `ExpectationFailed` keeps its
+    type (and its fields), so the frames of ghostrun's assertions are cut here.
+    """
+    last_own = None
+    tb = exc.__traceback__
+    while tb is not None:
+        if "__unittest" not in tb.tb_frame.f_globals:
+            last_own = tb
+        tb = tb.tb_next
+    if last_own is not None:
+        last_own.tb_next = None
 
 
 def _with_message(exc: ExpectationFailed, message: str) -> ExpectationFailed:
