@@ -238,6 +238,12 @@ def test_a_failed_assertion_is_a_failure_with_its_message(
     assert "not valid JSON" in out
     assert "search_orders" in out and "'refund'" in out
     assert 'order_id: expected "A123", got "B77"' in out
+    failures = [block for block in out.split("=" * 70) if block.lstrip().startswith("FAIL:")]
+    assert len(failures) == 4
+    for block in failures:  # the traceback ends in the test: no frame of ghostrun's own
+        frames = [line for line in block.splitlines() if line.lstrip().startswith('File "')]
+        assert frames and all("test_generated.py" in frame for frame in frames), block
+        assert "During handling of the above exception" not in block
     assert outcomes(tmp_path) == {
         "test_generated.Failures.test_expect": "failed",
         "test_generated.Failures.test_valid_json": "failed",
@@ -359,12 +365,6 @@ def test_a_setup_that_skips_super_fails_the_test_instead_of_going_unrecorded() -
     assert len(result.errors) == 1
     assert "setUp override must call super().setUp()" in result.errors[0][1]
     assert "never reached" not in result.errors[0][1]
-    failures = [block for block in out.split("=" * 70) if block.lstrip().startswith("FAIL:")]
-    assert len(failures) == 4
-    for block in failures:  # the traceback ends in the test: no frame of ghostrun's own
-        frames = [line for line in block.splitlines() if line.lstrip().startswith('File "')]
-        assert frames and all("test_generated.py" in frame for frame in frames), block
-        assert "During handling of the above exception" not in block
 
 
 def test_assertions_follow_unittest_conventions(tmp_path: Path) -> None:
