@@ -415,7 +415,12 @@ def test_a_new_cassette_dir_gets_a_gitignore_an_existing_one_is_kept(
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
     (fresh / "runs").mkdir()
     (fresh / "runs" / "snapshot.json").write_text("{}")
-    names = [".a.json.ghostrun-lock", "runs/_last.json", "judge/.b.json.ghostrun-tmp-1-2-3"]
+    names = [
+        ".a.json.ghostrun-lock",
+        "runs/_last.json",
+        "runs/report.html",  # what `ghostrun report` writes by default
+        "judge/.b.json.ghostrun-tmp-1-2-3",
+    ]
     for name in names:
         (fresh / name).parent.mkdir(exist_ok=True)
         (fresh / name).write_text("")

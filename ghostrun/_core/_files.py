@@ -54,10 +54,11 @@ LOCK_SUFFIX = ".ghostrun-lock"
 GITIGNORE = (
     "# Written by ghostrun when it created this directory. Commit the cassettes\n"
     "# (*.json) and judge/; never ghostrun's temporary and lock files, nor the\n"
-    "# log of the last run (snapshots under runs/ are yours to commit or not).\n"
+    "# log of the last run and its report (snapshots under runs/ are yours to commit).\n"
     f".*{TEMP_MARK}*\n"
     f".*{LOCK_SUFFIX}\n"
     "runs/_last.json\n"
+    "runs/report.html\n"
 )
 _READ_SIZE = 1 << 16
 _serial = itertools.count()
