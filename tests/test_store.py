@@ -506,3 +506,21 @@ def test_the_plugin_notes_a_narrowed_run_and_the_run_before(
     run = orjson.loads((pytester.path / ".ghostrun_cache" / "runs" / "_last.json").read_bytes())
     assert run["selection"] == {"limited_by": ["-k 'test_a'"]}
     assert run["previous"]["tests"] == 2
+    # A second narrowed run still compares with the whole run, not with the narrowed one.
+    pytester.runpytest_subprocess("-p", "no:xdist", "-k", "test_a").assert_outcomes(passed=1)
+    run = orjson.loads((pytester.path / ".ghostrun_cache" / "runs" / "_last.json").read_bytes())
+    assert run["previous"]["tests"] == 2
+
+
+def test_prune_deletes_nothing_after_a_partial_run_unless_forced(
+    provider: ProviderSimulator, cassette_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with ghostrun.session(mode="auto", cassette_dir=cassette_dir, hosts=LOOPBACK):
+        httpx.post(provider.url("/v1/chat/completions"), json=BODY)
+    (unused,) = cassette_dir.glob("*.json")
+    run_log(cassette_dir, [], selection={"limited_by": ["-k 'refund'"]})
+    assert _cli.main(["prune", "--yes", "--cassette-dir", str(cassette_dir)]) == 1
+    assert "Nothing deleted: the last run looks partial" in capsys.readouterr().out
+    assert unused.exists()
+    assert _cli.main(["prune", "--yes", "--force", "--cassette-dir", str(cassette_dir)]) == 0
+    assert "Deleted 1 file." in capsys.readouterr().out and not unused.exists()

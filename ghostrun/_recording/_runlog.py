@@ -375,7 +375,8 @@ def _limits(document: dict[str, Any]) -> list[str]:
 def _with_previous(document: dict[str, Any], path: Path) -> dict[str, Any]:
     """Note how many tests the run before this one ran, for `ghostrun check`'s partial-run warning.
 
-    A run that spans processes (``GHOSTRUN_RUN_ID``) keeps what its first part found.
+    A run that spans processes (``GHOSTRUN_RUN_ID``) keeps what its first part found, and
+    a run after a narrowed one (``-k``, a path) compares with the run before that.
     """
     try:
         earlier = load_run(path)
@@ -384,6 +385,9 @@ def _with_previous(document: dict[str, Any], path: Path) -> dict[str, Any]:
     if earlier.get("run_id") == document["run_id"]:
         previous = earlier.get("previous")
         return document if previous is None else {**document, "previous": previous}
+    carried = earlier.get("previous")
+    if _limits(earlier) and carried is not None and carried["tests"] > len(earlier["tests"]):
+        return {**document, "previous": carried}  # a narrowed run is no baseline: look past it
     previous = {"tests": len(earlier["tests"]), "finished": str(earlier.get("finished", "?"))}
     return {**document, "previous": previous}
 

@@ -140,6 +140,11 @@ def _parser() -> argparse.ArgumentParser:
         "Shows the files, then asks before deleting them.",
     )
     prune.add_argument("--yes", "-y", action="store_true", help="delete without asking")
+    prune.add_argument(
+        "--force",
+        action="store_true",
+        help="prune even when the last run looks partial (narrowed, or fewer tests than before)",
+    )
 
     show = _command(
         commands,
@@ -383,6 +388,13 @@ def _run_prune(args: argparse.Namespace) -> int:
     directory = _cassette_dir(args)
     found = _unused(directory)
     _warn_partial(found.run)
+    if _inventory.partial_run(found.run) and found.files and not args.force:
+        _list_unused(found, directory)
+        _out(
+            "\nNothing deleted: the last run looks partial, so these files may belong to tests "
+            "it did not run. Run the whole suite, then prune (or pass --force)."
+        )
+        return 1
     if not found.files:
         _list_unused(found, directory)
         _out("ghostrun prune: nothing to delete: the last run used every cassette and verdict")
