@@ -51,7 +51,7 @@ from typing import Any
 
 import pytest
 
-from ._core._config import settings, suite_mode
+from ._core._config import settings
 from ._core._distribution import foreign_install
 from ._core._exceptions import CacheMiss
 from ._core._modes import VCR_ALIASES, Mode, parse_mode
@@ -176,7 +176,7 @@ class _Ghostrun:
         if config.getoption("ghostrun_block_network"):
             os.environ["GHOSTRUN_BLOCK_NETWORK"] = "1"  # read by every session, and subprocesses
         try:
-            self.guarded = suite_mode() is Mode.REPLAY
+            self.guarded = _guard.suite_replays()  # GHOSTRUN_MODE=replay, a flag, or CI
         except ValueError as exc:
             raise pytest.UsageError(str(exc)) from None
         if self.guarded:

@@ -19,7 +19,14 @@ from ._modes import Mode, parse_mode, running_on_ci
 from ._public import public
 from ._telemetry import UrlList
 
-__all__ = ["block_network_default", "configure", "resolve_mode", "settings", "suite_mode"]
+__all__ = [
+    "block_network_default",
+    "configure",
+    "mode_source",
+    "resolve_mode",
+    "settings",
+    "suite_mode",
+]
 
 DEFAULT_CASSETTE_DIR = ".ghostrun_cache"
 _UNSET: Any = object()
@@ -167,3 +174,24 @@ def resolve_mode(code_mode: Mode | str | None = None) -> Mode:
     if project.get("mode") is not None:
         return parse_mode(project.get("mode"), f"mode in {project.source}")
     return Mode.REPLAY if running_on_ci() else Mode.AUTO
+
+
+def mode_source(code_mode: Mode | str | None = None) -> str:
+    """Who chose the mode `resolve_mode` gives, in words a miss message can show."""
+    if settings.suite_mode is not None:
+        return "chosen by pytest's --ghostrun-record/--ghostrun-replay/--ghostrun-mode"
+    if os.environ.get("GHOSTRUN_MODE", "").strip():
+        return "chosen by GHOSTRUN_MODE"
+    if code_mode is not None:
+        return "chosen by the session's mode="
+    if settings.mode is not None:
+        return "chosen by ghostrun.configure(mode=)"
+    project = _project.current()
+    if project.get("mode") is not None:
+        return f"chosen by [tool.ghostrun] in {project.source}"
+    if running_on_ci():
+        return (
+            f"chosen by CI={os.environ.get('CI', '')!r}: on CI the default is replay, so CI "
+            "never records by accident; set GHOSTRUN_MODE to choose another"
+        )
+    return "the default"

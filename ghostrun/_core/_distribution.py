@@ -31,9 +31,9 @@ def foreign_install() -> str | None:
         metadata = importlib.metadata.metadata(_FOREIGN)
     except importlib.metadata.PackageNotFoundError:
         return None
-    if metadata.get("Summary") == SUMMARY:
+    if metadata["Summary"] == SUMMARY:
         return None
-    version = metadata.get("Version")
+    version = metadata["Version"]
     return (
         f"another project's package 'ghostrun' {version} is installed in this environment: "
         f"it writes into the same 'ghostrun' import package as {DISTRIBUTION}, so one "

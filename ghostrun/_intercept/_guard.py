@@ -52,10 +52,16 @@ from collections.abc import Callable
 from types import FrameType, ModuleType
 from typing import Any
 
-from .._core._config import block_network_default, settings, suite_mode
+from .._core._config import (
+    block_network_default,
+    mode_source,
+    resolve_mode,
+    settings,
+    suite_mode,
+)
 from .._core._exceptions import CacheMiss
 from .._core._hosts import PROVIDER_HOSTS, HostMatcher, host_name
-from .._core._modes import Mode
+from .._core._modes import Mode, running_on_ci
 from .._recording._deck import Deck
 from .._recording._session import _bypass, current_deck
 from ._patch import LateImports, Refcount, Restore, replace, restore_all
@@ -128,9 +134,20 @@ def session_exited(deck: Deck) -> None:
 
 
 def install_for_suite() -> None:
-    """``import ghostrun`` under ``GHOSTRUN_MODE=replay``: guard the whole process."""
-    if os.environ.get("GHOSTRUN_MODE", "").strip().lower() == Mode.REPLAY.value:
+    """``import ghostrun`` under ``GHOSTRUN_MODE=replay`` or on CI: guard the whole process."""
+    if os.environ.get("GHOSTRUN_MODE", "").strip().lower() == Mode.REPLAY.value or (
+        running_on_ci() and not os.environ.get("GHOSTRUN_MODE", "").strip()
+    ):
         acquire()
+
+
+def suite_replays() -> bool:
+    """Outside any session, the mode a session with no ``mode=`` would get is replay.
+
+    So on CI (``CI`` set, no ``GHOSTRUN_MODE``) provider traffic outside every session is
+    refused as in a replaying session, not sent live with no word (DESIGN §2).
+    """
+    return suite_mode() is Mode.REPLAY or resolve_mode(None) is Mode.REPLAY
 
 
 def _install() -> None:
@@ -266,7 +283,7 @@ def check(host: Any, port: Any, action: str) -> None:
         if deck.mode is not Mode.REPLAY:
             return
         matcher, block = deck.matcher, deck.block_network
-    elif suite_mode() is Mode.REPLAY:
+    elif suite_replays():
         matcher, block = _suite_matcher(), block_network_default()
     else:
         return
@@ -365,6 +382,12 @@ def _blocked_miss(deck: Deck | None, host: str, port: int | None, action: str) -
 
 def _governed(deck: Deck | None) -> str:
     if deck is None:
+        if suite_mode() is None:
+            return (
+                f"outside any session, where the mode is replay ({mode_source()}); "
+                "a test that calls a provider needs a session (the ghostrun marker, the "
+                "ghostrun_session fixture, TestCaseMixin or `with ghostrun.session()`)"
+            )
         return (
             "outside any session, with the suite-wide mode replay "
             "(GHOSTRUN_MODE=replay or --ghostrun-replay)"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,6 +17,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
+from .._core._config import mode_source
 from .._store._keys import remove_field
 from .._store._render import render_body
 
@@ -26,6 +28,7 @@ __all__ = ["describe_miss"]
 
 _MAX_DIFF_LINES = 60
 _MAX_CANDIDATES = 2000
+_GIT_TIMEOUT = 0.5  # a miss must reach the test in well under 2 s (DESIGN §3)
 
 
 def describe_miss(info: RequestInfo, deck: Deck, ignore: Sequence[tuple[str, ...]]) -> str:
@@ -33,9 +36,11 @@ def describe_miss(info: RequestInfo, deck: Deck, ignore: Sequence[tuple[str, ...
     lines = [
         f"ghostrun: no recording for {info.method} {info.url}",
         f"  mode:         {deck.mode.value}" + (f" (session {deck.name})" if deck.name else ""),
+        f"                {mode_source(deck.arguments.mode)}",
         f"  cassette dir: {directory}",
         f"  expected:     {info.key}.json",
     ]
+    lines.extend(_uncommitted(directory / f"{info.key}.json"))
     if not directory.is_dir():
         lines.append(
             "  The cassette directory does not exist. Check cassette_dir= (in pytest a "
@@ -56,6 +61,33 @@ def describe_miss(info: RequestInfo, deck: Deck, ignore: Sequence[tuple[str, ...
         lines.append(f"  Closest recorded request to the same endpoint: {other_path.name}")
         lines.extend(_diff(other, body, other_path.name))
     return "\n".join(lines)
+
+
+def _uncommitted(path: Path) -> list[str]:
+    """Whether git knows the expected file: a cassette recorded but never committed says so."""
+    if path.exists() or not path.parent.is_dir():
+        return []
+    try:
+        done = subprocess.run(
+            ["git", "ls-files", "--error-unmatch", "--", path.name],
+            cwd=path.parent,
+            capture_output=True,
+            timeout=_GIT_TIMEOUT,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return []  # no git here: nothing to say
+    if done.returncode == 0:
+        return [
+            "  git tracks this cassette but it is missing from the working tree: "
+            f"git checkout -- {path}"
+        ]
+    if b"not a git repository" in done.stderr:
+        return []
+    return [
+        "  This file is not in the repository (git does not track it): if it was recorded "
+        f"on another machine, it was never committed. Commit it: git add {path}"
+    ]
 
 
 def _without(body: Any, ignore: Sequence[tuple[str, ...]]) -> Any:
