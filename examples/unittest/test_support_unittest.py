@@ -11,6 +11,7 @@ that session. Its ``assert...`` methods grade meaning with the judge.
 
 from __future__ import annotations
 
+import logging
 import os
 import unittest
 from pathlib import Path
@@ -25,6 +26,10 @@ from examples.support_app import (
 )
 
 CASSETTES = Path(__file__).resolve().parent.parent / "cassettes"
+
+# IsolatedAsyncioTestCase runs its loop in asyncio's debug mode, which logs every step
+# that takes over 0.1 s (the SDK building its first client): noise in a test's output.
+logging.getLogger("asyncio").setLevel(logging.ERROR)
 
 BROKEN_POLE = "My Trailblazer 2 tent arrived with a broken pole. We leave on Friday!"
 HELP_CENTRE = [
