@@ -510,7 +510,7 @@ def test_the_example_labels_calibrate_against_the_loopback_judge(
 
     # The README shows this very run's table: its lines must be the command's.
     code, table, _ = run([str(EXAMPLE_LABELS), *args[:-2], "--format", "table"], capsys)
-    readme = (EXAMPLE_LABELS.parents[2] / "README.md").read_text(encoding="utf-8")
+    readme = (EXAMPLE_LABELS.parents[2] / "docs" / "judge.md").read_text(encoding="utf-8")
     shown = readme.split("```text\nghostrun calibrate:", 1)[1].split("```", 1)[0]
     shown_lines = [line for line in ("ghostrun calibrate:" + shown).splitlines() if line != "  ..."]
     assert code == 0 and provider.served == len(cases) + intents  # all cached

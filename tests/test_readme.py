@@ -1,4 +1,5 @@
-"""Every Python block in the README runs, offline, against the committed example cassettes.
+"""Every code block in the README and the docs site runs, offline, against the committed
+example cassettes, and every claim a block makes is checked.
 
 A block is run one of two ways:
 
@@ -13,6 +14,8 @@ there is no API key, every proxy points at a closed loopback port (a request
 that had no cassette fails instead of leaving the machine), and the judge is
 the loopback simulator answering PASS: the test checks that the code runs,
 not what a real judge thinks. A block fenced as ```python no-run is shown only.
+The README's quickstart is run apart, as a reader would: pasted into an empty
+directory, recorded once from a provider, then replayed with none.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ import shutil
 import socket
 import subprocess
 import sys
+import textwrap
+import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,71 +38,90 @@ from typing import Any
 import pytest
 
 import ghostrun
+from ghostrun._core import _project
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
-_FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
+DOCS = ROOT / "docs"
+PAGES = [README, *sorted(DOCS.glob("*.md")), ROOT / "CONTRIBUTING.md"]
+_FENCE = re.compile(r"^([ \t]*)```([^\n]*)\n(.*?)^[ \t]*```[ \t]*$", re.MULTILINE | re.DOTALL)
 _RUN_WITH = re.compile(r"^# (?P<file>[\w.]+\.py)\s+\(run with: (?P<command>[^)]+)\)")
+QUICKSTART_FILE = "test_quickstart.py"
 
 
 @dataclass(frozen=True)
 class Block:
+    path: Path
     line: int
     info: str
     code: str
 
     @property
     def id(self) -> str:
-        return f"README.md:{self.line}"
+        return f"{self.path.relative_to(ROOT)}:{self.line}"
 
 
-def _blocks() -> list[Block]:
-    text = README.read_text(encoding="utf-8")
+def _fenced(path: Path) -> list[Block]:
+    text = path.read_text(encoding="utf-8")
     return [
-        Block(text.count("\n", 0, m.start()) + 1, m.group(1).strip(), m.group(2))
+        Block(
+            path,
+            text.count("\n", 0, m.start()) + 1,
+            m.group(2).strip(),
+            textwrap.dedent(m.group(3)) if m.group(1) else m.group(3),
+        )
         for m in _FENCE.finditer(text)
     ]
 
 
-BLOCKS = _blocks()
-PYTHON_BLOCKS = [b for b in BLOCKS if b.info.split()[:1] == ["python"]]
+BLOCKS = _fenced(README)
+ALL_BLOCKS = [block for page in PAGES for block in _fenced(page)]
+PYTHON_BLOCKS = [
+    b
+    for b in ALL_BLOCKS
+    if b.info.split()[:1] == ["python"] and not b.code.startswith(f"# {QUICKSTART_FILE}")
+]
 
 
 def test_readme_opens_with_the_two_commands() -> None:
     first, second = BLOCKS[:2]
     assert first.info == second.info == "bash"
-    assert first.code.strip() == (
-        "python3 -m venv .venv && .venv/bin/pip install -e '.[test]' "
-        "&& .venv/bin/python examples/run_all.py"
-    )
+    assert first.code.strip() == RUN_ALL
     assert second.code.strip() == "bash .ci/run"
     head = README.read_text(encoding="utf-8")[: README.read_text().index("```")]
     assert head.count("\n#") == 0, "nothing but the title and one sentence before the commands"
 
 
-def test_readme_has_the_sections_a_newcomer_needs() -> None:
+def test_readme_is_read_in_five_minutes() -> None:
     text = README.read_text(encoding="utf-8")
-    for heading in (
-        "## Quickstart",
-        "## Modes",
-        "## In CI",
-        "## Re-recording and reviewing cassette diffs",
-        "## The judge",
-        "## Using it from unittest, pytest, scripts and asyncio",
-        "## What a cassette holds, and what is never stored",
-        "## Compared with other tools",
-        "## Benchmarks",
-    ):
-        assert heading in text
-    benchmarks = text.split("## Benchmarks")[1]
-    assert "python benchmarks/run.py" in benchmarks  # the command that produced the table
-    assert "ghostrun benchmarks, " in benchmarks and "CPUs" in benchmarks  # the table, the machine
+    assert len(text.splitlines()) <= 200
+    for heading in ("## Install", "## Quickstart", "## pytest", "## unittest", "## CI"):
+        assert f"\n{heading}\n" in text, heading
+
+
+def test_every_link_in_the_readme_and_the_docs_leads_somewhere() -> None:
+    nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    for page in PAGES:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text("utf-8")):
+            if "://" in target:
+                continue
+            assert (page.parent / target).exists(), f"{page.name}: a link to {target}"
+    for doc in DOCS.glob("*.md"):
+        assert f": {doc.name}" in nav, f"docs/{doc.name} is on no page of mkdocs.yml's nav"
 
 
 def test_every_python_block_is_run() -> None:
     assert len(PYTHON_BLOCKS) >= 8
     shown_only = [b.id for b in PYTHON_BLOCKS if "no-run" in b.info.split()]
     assert len(shown_only) <= 2, f"keep the blocks that cannot run to a minimum: {shown_only}"
+
+
+def test_every_toml_block_holds_settings_ghostrun_reads(tmp_path: Path) -> None:
+    blocks = [b for b in ALL_BLOCKS if b.info == "toml"]
+    assert blocks
+    for block in blocks:
+        table = tomllib.loads(block.code)["tool"]["ghostrun"]
+        _project._checked(tmp_path / "pyproject.toml", table)  # raises on a key it does not know
 
 
 # -- running the blocks --------------------------------------------------------------------
@@ -186,18 +210,24 @@ def _run_as_file(block: Block, workdir: Path, env: dict[str, str], file: str, co
 
 # -- every block that claims an output or a result ------------------------------------------
 #
-# README.md and examples/README.md: each ```text block is the output of a block beside it,
-# and each ```bash block is a set of commands. Every one is either run here and its claim
-# checked, or listed below as skipped by design, with the reason. A new block that is
-# neither fails `test_every_block_is_run_or_skipped_by_design`.
+# README.md, docs/ and examples/README.md: each ```text block is the output of a block beside
+# it, each ```bash block a set of commands, each ```yaml block a CI recipe. Every one is
+# either run here and its claim checked, or listed below as skipped by design, with the
+# reason. A new block that is neither fails `test_every_block_is_run_or_skipped_by_design`.
 
 EXAMPLES_README = ROOT / "examples" / "README.md"
 
 SKIPPED_BY_DESIGN = {
-    # README.md
+    # README.md and docs/
     "bash .ci/run": "runs this very suite",
-    "pip uninstall -y ghostrun": "installs into the environment; the extras it names are "
+    "pip install 'ghostrun-replay[": "installs into the environment; the extras it names are "
     "checked by test_the_install_commands_name_extras_that_exist",
+    "OPENAI_API_KEY=sk-... python -m pytest --ghostrun-record": "records with a live key",
+    ".venv/bin/python -m ruff check": "the linters, run by tests/test_static.py",
+    "name: ghostrun review": "a GitHub Actions recipe: runs on GitHub, posting a comment",
+    "ghostrun-review:": "a GitLab CI recipe: runs on GitLab, posting a note",
+    '"body": {"eventstream": [': "an excerpt of a Bedrock cassette, whose format "
+    "tests/test_bedrock.py checks",
     "GHOSTRUN_MODE=replay python -m pytest": "a user project's suite and tests/cassettes; the "
     "plugin's flags are tested in test_pytest_plugin.py and test_pytest_paths.py",
     "export GHOSTRUN_CASSETTE_DIR=tests/cassettes": "re-records with a live provider key",
@@ -219,36 +249,31 @@ SKIPPED_BY_DESIGN = {
 }
 
 
-def _fenced(path: Path) -> list[Block]:
-    text = path.read_text(encoding="utf-8")
-    return [
-        Block(text.count("\n", 0, m.start()) + 1, m.group(1).strip(), m.group(2))
-        for m in _FENCE.finditer(text)
-    ]
-
-
 def _skip_reason(block: Block) -> str | None:
     first = block.code.strip().splitlines()[0]
     return next((why for start, why in SKIPPED_BY_DESIGN.items() if first.startswith(start)), None)
 
 
 RUN_ALL = (
-    "python3 -m venv .venv && .venv/bin/pip install -e '.[test]' && "
+    "python3 -m venv .venv && .venv/bin/pip install -e '.[examples]' && "
     ".venv/bin/python examples/run_all.py"
 )
+QUICKSTART_RUNS = "OPENAI_API_KEY=sk-... python -m pytest test_quickstart.py -q"
 RUNNING_THEM = (
     "python examples/run_all.py                              # everything, with a summary"
 )
 MISS_MESSAGE = "ghostrun: no recording for POST https://api.openai.com/v1/chat/completions"
 ENDS_WITH = "To enable grading, start the judge with `ollama serve`"
-CHECKED_HERE = (RUN_ALL, RUNNING_THEM, MISS_MESSAGE, ENDS_WITH)
+CHECKED_HERE = (RUN_ALL, RUNNING_THEM, MISS_MESSAGE, ENDS_WITH, QUICKSTART_RUNS)
 
 
-@pytest.mark.parametrize("path", [README, EXAMPLES_README], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [*PAGES, EXAMPLES_README], ids=lambda p: p.name)
 def test_every_block_is_run_or_skipped_by_design(path: Path) -> None:
     for block in _fenced(path):
-        if block.info not in ("bash", "text"):
+        if block.info not in ("bash", "text", "yaml", "json", ""):
             continue
+        if block.info == "json" and block.path.name == "judge.md":
+            continue  # the labels file's lines: examples/calibration/labels.jsonl is tested
         first = block.code.strip().splitlines()[0]
         assert _skip_reason(block) or first.startswith(CHECKED_HERE), (
             f"{path.name}:{block.line}: a {block.info} block that is neither run by "
@@ -265,7 +290,7 @@ def _run(command: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedPr
 
 
 def test_the_miss_message_is_what_its_code_prints(workdir: Path, offline: dict[str, str]) -> None:
-    blocks = _fenced(README)
+    blocks = _fenced(DOCS / "modes-and-ci.md")
     [at] = [i for i, b in enumerate(blocks) if b.code.startswith(MISS_MESSAGE)]
     claimed, code = blocks[at].code, blocks[at + 1].code
     assert blocks[at + 1].info == "python"
@@ -303,29 +328,33 @@ def test_the_examples_commands_do_what_the_readmes_say(
 
 
 def test_the_install_commands_name_extras_that_exist() -> None:
-    import tomllib
-
-    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
-        "optional-dependencies"
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+    installs = [
+        line
+        for block in ALL_BLOCKS
+        if block.info == "bash"
+        for line in block.code.splitlines()
+        if line.startswith("pip install")
     ]
-    text = README.read_text(encoding="utf-8")
-    install = text.split("## Installing it in your own project")[1].split("\n## ")[0]
-    assert "`pip install ghostrun` installs a different, older project" in install
-    description = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["description"]
-    quoted = re.search(r'grep Summary .*"(.+?)\.\.\."', install)
-    assert quoted and description.startswith(quoted.group(1)), install
-    named = re.findall(r"ghostrun(?:-checkout)?\[([\w,]+)\]", install)
-    assert named, install
-    for group in named:
-        assert set(group.split(",")) <= set(extras), group
+    assert installs
+    for line in installs:
+        named = re.findall(r"([\w-]+)\[([\w,]+)\]", line)
+        assert named and all(name == project["name"] for name, _ in named), line
+        for _, group in named:
+            assert set(group.split(",")) <= set(extras), group
 
 
-def test_every_setting_the_package_reads_is_in_the_readme() -> None:
+def test_every_setting_the_package_reads_is_in_the_configuration_page() -> None:
     source = "\n".join(p.read_text() for p in (ROOT / "ghostrun").rglob("*.py"))
     names = set(re.findall(r"\bGHOSTRUN_[A-Z_]+\b", source))
-    readme = README.read_text(encoding="utf-8")
+    page = (DOCS / "configuration.md").read_text(encoding="utf-8")
     assert "GHOSTRUN_HOSTS" in names
-    assert sorted(n for n in names if f"`{n}`" not in readme) == []
+    assert sorted(n for n in names if f"`{n}`" not in page) == []
+    assert (
+        sorted(key for key in _project.KEYS if f"| `{key}`" not in page.replace("`, `", "` | `"))
+        == []
+    )
 
 
 def test_the_package_docstring_points_at_what_exists() -> None:
@@ -334,7 +363,7 @@ def test_the_package_docstring_points_at_what_exists() -> None:
 
 
 def test_benchmark_prose_agrees_with_its_table() -> None:
-    text = README.read_text(encoding="utf-8").split("## Benchmarks")[1]
+    text = (DOCS / "benchmarks.md").read_text(encoding="utf-8")
     table = text.split("```text")[1].split("```")[0]
     verdicts: dict[str, set[str]] = {}
     workload = ""
@@ -351,5 +380,44 @@ def test_benchmark_prose_agrees_with_its_table() -> None:
     assert said_met and set(re.findall(r"W\d", said_met.group(1))) == met, prose
     said_missed = re.search(r"((?:W\d \(target [\d.]+x\)(?:, | and )?)+) miss", prose)
     assert said_missed and set(re.findall(r"W\d", said_missed.group(1))) == missed, prose
-    for path in (README, ROOT / "benchmarks" / "README.md"):
+    for path in (DOCS / "benchmarks.md", ROOT / "benchmarks" / "README.md"):
         assert not re.search(r"W4[^.]{0,20}sits on its target", path.read_text()), path
+
+
+# -- the quickstart, pasted into an empty directory ----------------------------------------
+
+
+def test_the_quickstart_records_then_replays_pasted_into_an_empty_directory(
+    tmp_path: Path, provider: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The provider is the loopback simulator (OPENAI_BASE_URL, which the SDK reads) for the
+    first command; the second replays with a placeholder key and the provider counting."""
+    [code] = [b.code for b in BLOCKS if b.code.startswith(f"# {QUICKSTART_FILE}")]
+    [commands] = [b.code for b in BLOCKS if b.code.startswith(QUICKSTART_RUNS)]
+    empty = tmp_path / "my-app"
+    empty.mkdir()
+    (empty / QUICKSTART_FILE).write_text(code, encoding="utf-8")
+    for name in list(os.environ):
+        if name.startswith(("GHOSTRUN_", "OPENAI_", "PYTEST_")):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("OPENAI_BASE_URL", provider.url("/v1"))
+    monkeypatch.setenv("GHOSTRUN_HOSTS", "127.0.0.1")  # the stand-in provider is a provider
+    record, replay = commands.strip().splitlines()
+    for command, served in ((record, 1), (replay, 1)):
+        words = shlex.split(command, comments=True)
+        env = dict(os.environ)
+        while "=" in words[0]:
+            name, _, value = words.pop(0).partition("=")
+            env[name] = "sk-placeholder-for-the-test" if value == "sk-..." else value
+        done = subprocess.run(
+            [sys.executable, *words[1:]],
+            cwd=empty,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, f"`{command}`:\n{done.stdout}{done.stderr}"
+        assert "1 passed" in done.stdout
+        assert provider.served == served  # recorded once; the replay sent nothing
+    assert len(list((empty / ".ghostrun_cache").glob("*.json"))) == 1
