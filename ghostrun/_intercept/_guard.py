@@ -61,7 +61,7 @@ from .._core._config import (
 )
 from .._core._exceptions import CacheMiss
 from .._core._hosts import PROVIDER_HOSTS, HostMatcher, host_name
-from .._core._modes import Mode, running_on_ci
+from .._core._modes import Mode
 from .._recording._deck import Deck
 from .._recording._session import _bypass, current_deck
 from ._patch import LateImports, Refcount, Restore, replace, restore_all
@@ -134,18 +134,17 @@ def session_exited(deck: Deck) -> None:
 
 
 def install_for_suite() -> None:
-    """``import ghostrun`` under ``GHOSTRUN_MODE=replay`` or on CI: guard the whole process."""
-    if os.environ.get("GHOSTRUN_MODE", "").strip().lower() == Mode.REPLAY.value or (
-        running_on_ci() and not os.environ.get("GHOSTRUN_MODE", "").strip()
-    ):
+    """``import ghostrun`` under ``GHOSTRUN_MODE=replay``: guard the whole process."""
+    if os.environ.get("GHOSTRUN_MODE", "").strip().lower() == Mode.REPLAY.value:
         acquire()
 
 
 def suite_replays() -> bool:
     """Outside any session, the mode a session with no ``mode=`` would get is replay.
 
-    So on CI (``CI`` set, no ``GHOSTRUN_MODE``) provider traffic outside every session is
-    refused as in a replaying session, not sent live with no word (DESIGN §2).
+    So on CI (``CI`` set, no ``GHOSTRUN_MODE``) the pytest plugin guards the whole run, and
+    provider traffic outside every session is refused as in a replaying session, not sent
+    live with no word (DESIGN §2).
     """
     return suite_mode() is Mode.REPLAY or resolve_mode(None) is Mode.REPLAY
 
