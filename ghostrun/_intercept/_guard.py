@@ -32,9 +32,16 @@ Python's socket module: a channel to a guarded target is refused when it is
 made. Not seen: a grpc channel made before the guard was installed, and other
 code that networks in C (uvloop, c-ares).
 
+In every mode, while a road is left unhooked (its library lacks the hook:
+`_patch.unhooked`), a lookup of or connect to a provider or session host from
+code running on that road (its `_patch.Footprint` in the stack) raises
+`UnsupportedLibrary` before any byte is sent, naming the library, its
+version, the missing hook and the supported versions.
+
 Installed reference-counted (`acquire`/`release`): by every open session in
-``replay``, by the pytest plugin for the whole run when the suite-wide mode is
-``replay``, and by ``import ghostrun`` when ``GHOSTRUN_MODE=replay`` is set
+``replay``, by the roads while one of them is unhooked (`_patch.on_unhooked`),
+by the pytest plugin for the whole run when the suite-wide mode is ``replay``,
+and by ``import ghostrun`` when ``GHOSTRUN_MODE=replay`` is set
 (`install_for_suite`). A hooked module not imported yet is patched the moment
 it is imported (`_patch.LateImports`, which the roads use too), so
 ``import ghostrun`` never imports ``socket`` or ``asyncio`` itself. The last
@@ -53,11 +60,12 @@ from types import FrameType, ModuleType
 from typing import Any
 
 from .._core._config import block_network_default, settings, suite_mode
-from .._core._exceptions import CacheMiss
+from .._core._exceptions import CacheMiss, UnsupportedLibrary
 from .._core._hosts import PROVIDER_HOSTS, HostMatcher, host_name
 from .._core._modes import Mode
 from .._recording._deck import Deck
 from .._recording._session import _bypass, current_deck
+from . import _patch as _roads
 from ._patch import LateImports, Refcount, Restore, replace, restore_all
 
 __all__ = [
@@ -263,6 +271,8 @@ def check(host: Any, port: Any, action: str) -> None:
         return
     deck = current_deck()
     if deck is not None:
+        if _roads.unhooked:
+            _refuse_unhooked(deck, host, port, action)
         if deck.mode is not Mode.REPLAY:
             return
         matcher, block = deck.matcher, deck.block_network
@@ -275,6 +285,39 @@ def check(host: Any, port: Any, action: str) -> None:
         raise _refuse(deck, _provider_miss(deck, name, number, action))
     if block and not is_loopback(name):
         raise _refuse(deck, _blocked_miss(deck, name, number, action))
+
+
+def _refuse_unhooked(deck: Deck, host: Any, port: Any, action: str) -> None:
+    """Raise `UnsupportedLibrary` if code on an unhooked road reaches for a guarded host."""
+    name, number = _text(host), _port(port)
+    if not deck.matcher(name, number):
+        return
+    stack = _stack()
+    for adapter, error in list(_roads.unhooked):
+        if _roads.footprint(adapter).owns(stack):
+            road = getattr(adapter, "road", adapter.waits_for)
+            raise UnsupportedLibrary(
+                "\n".join(
+                    [
+                        f"ghostrun: {_caller()} tried to {action} {_address(name, number)} "
+                        f"through {road}, a road ghostrun could not hook, {_governed(deck)}; "
+                        "refused before any byte was sent, so nothing goes unrecorded.",
+                        f"  {error}",
+                        "  `ghostrun doctor` shows every road's state; docs/roads.md lists "
+                        "the supported versions.",
+                    ]
+                )
+            ) from error
+
+
+def _stack() -> list[tuple[str, str]]:
+    """(module, function) of each frame calling the guard, innermost first."""
+    stack = []
+    frame: FrameType | None = sys._getframe(3)
+    while frame is not None:
+        stack.append((str(frame.f_globals.get("__name__", "")), frame.f_code.co_name))
+        frame = frame.f_back
+    return stack
 
 
 def is_loopback(host: str) -> bool:

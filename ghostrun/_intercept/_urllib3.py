@@ -37,7 +37,7 @@ from types import ModuleType
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from .._core._exceptions import UnsupportedHttpx
+from .._core._exceptions import UnsupportedLibrary
 from .._store._cassette import Recording
 from ._engine import Exchange, Tape, is_stream, route
 from ._patch import Restore, library, replace
@@ -61,7 +61,8 @@ def adapters() -> list[Urllib3Adapter]:
 class Urllib3Adapter:
     """Wraps ``HTTPConnectionPool._make_request``, where every urllib3 request is sent."""
 
-    waits_for = "urllib3"
+    waits_for = distribution = road = "urllib3"
+    supported = ">=2"
 
     def __init__(self) -> None:
         self.module: Any = None
@@ -72,7 +73,7 @@ class Urllib3Adapter:
             return False
         missing = _missing_hook(self.module)
         if missing:
-            raise UnsupportedHttpx(
+            raise UnsupportedLibrary(
                 f"urllib3 {getattr(self.module, '__version__', '?')} has no {missing}, which "
                 "ghostrun needs to intercept its requests (requests and boto3 send through "
                 "urllib3). Install urllib3 2.x: pip install 'urllib3>=2'."

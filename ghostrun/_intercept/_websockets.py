@@ -34,7 +34,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
-from .._core._exceptions import UnsupportedHttpx
+from .._core._exceptions import UnsupportedLibrary
 from .._store._wscassette import Close
 from ._patch import Restore, library, replace
 from ._wslink import NeedsLive, Player, Recorder, Replaying, open_link
@@ -54,8 +54,7 @@ class WebsocketsAdapter:
     and `check` then imports both clients.
     """
 
-    waits_for = "websockets"
-    library = "websockets"
+    waits_for = distribution = road = "websockets"
     supported = ">=13"
 
     def __init__(self) -> None:
@@ -69,7 +68,7 @@ class WebsocketsAdapter:
         self.aio = importlib.import_module("websockets.asyncio.client")
         if _sync_hook(self.sync) is None or _async_hook(self.aio) is None:
             version = getattr(importlib.import_module("websockets"), "__version__", "?")
-            raise UnsupportedHttpx(
+            raise UnsupportedLibrary(
                 f"websockets {version} has none of {' or '.join(SYNC_HOOKS)} in "
                 f"websockets.sync.client, or none of {' or '.join(ASYNC_HOOKS)} in "
                 "websockets.asyncio.client, which ghostrun wraps to record its conversations. "
