@@ -50,6 +50,7 @@ release restores the exact original functions.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import functools
 import os
@@ -311,13 +312,93 @@ def _refuse_unhooked(deck: Deck, host: Any, port: Any, action: str) -> None:
 
 
 def _stack() -> list[tuple[str, str]]:
-    """(module, function) of each frame calling the guard, innermost first."""
-    stack = []
-    frame: FrameType | None = sys._getframe(3)
-    while frame is not None:
-        stack.append((str(frame.f_globals.get("__name__", "")), frame.f_code.co_name))
+    """(module, function) of each frame calling the guard, innermost first (`_callers`)."""
+    return [(_module(f), f.f_code.co_name) for f in _callers(sys._getframe(3))]
+
+
+def _module(frame: FrameType) -> str:
+    return str(frame.f_globals.get("__name__", ""))
+
+
+def _callers(frame: FrameType | None) -> list[FrameType]:
+    """The frames from ``frame`` out, innermost first, across asyncio's task boundaries.
+
+    A library that connects inside a task of its own (``asyncio.ensure_future``
+    around ``open_connection``, as dspy's lm15 and ``asyncio.wait_for`` do)
+    leaves its own frames out of that task's stack, which ends at the event
+    loop, then whoever ran the loop (a test harness). So where the task's
+    frames end, the frames of the task awaiting it come next, and so on out;
+    the loop's own frames last.
+    """
+    mine: list[FrameType] = []
+    while frame is not None and not _is_loop(frame):
+        mine.append(frame)
         frame = frame.f_back
-    return stack
+    rest: list[FrameType] = []
+    while frame is not None:
+        rest.append(frame)
+        frame = frame.f_back
+    return mine + (_awaiting_frames() if rest else []) + rest
+
+
+def _is_loop(frame: FrameType) -> bool:
+    """A frame of the event loop running a task's step: the task's stack ends below it."""
+    return _module(frame) == "asyncio.events" and frame.f_code.co_name == "_run"
+
+
+def _awaiting_frames() -> list[FrameType]:
+    """The frames of the tasks awaiting the current one, innermost first."""
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is None:
+        return []
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:
+        return []
+    frames: list[FrameType] = []
+    seen: set[int] = set()
+    while task is not None and id(task) not in seen and len(seen) < 16:
+        seen.add(id(task))
+        task = _awaiter(asyncio, task, depth=3)
+        if task is not None:
+            frames += _coroutine_frames(task.get_coro())
+    return frames
+
+
+def _awaiter(asyncio: ModuleType, future: Any, depth: int) -> Any:
+    """The task woken when ``future`` is done: directly, or through the futures its done
+    callbacks complete (``asyncio.wait``, ``wait_for``)."""
+    for entry in getattr(future, "_callbacks", None) or ():
+        callback = entry[0] if isinstance(entry, tuple) else entry
+        owner = getattr(callback, "__self__", None)
+        if isinstance(owner, asyncio.Task):
+            return owner
+        if depth:
+            for inner in _futures_in(asyncio, callback):
+                found = _awaiter(asyncio, inner, depth - 1)
+                if found is not None:
+                    return found
+    return None
+
+
+def _futures_in(asyncio: ModuleType, callback: Any) -> list[Any]:
+    """The futures a done callback holds: a partial's arguments, a closure's cells."""
+    held = list(getattr(callback, "args", ()))
+    for cell in getattr(getattr(callback, "func", callback), "__closure__", None) or ():
+        with contextlib.suppress(ValueError):  # an empty cell
+            held.append(cell.cell_contents)
+    return [thing for thing in held if asyncio.isfuture(thing)]
+
+
+def _coroutine_frames(coroutine: Any) -> list[FrameType]:
+    """A suspended coroutine's frames, innermost first (down its ``cr_await`` chain)."""
+    frames: list[FrameType] = []
+    while coroutine is not None:
+        frame = getattr(coroutine, "cr_frame", None) or getattr(coroutine, "gi_frame", None)
+        if frame is not None:
+            frames.append(frame)
+        coroutine = getattr(coroutine, "cr_await", None) or getattr(coroutine, "gi_yieldfrom", None)
+    return frames[::-1]
 
 
 def is_loopback(host: str) -> bool:
@@ -380,9 +461,8 @@ def _provider_miss(deck: Deck | None, host: str, port: int | None, action: str) 
         [
             f"ghostrun: replay mode never touches the network, and {_caller()} tried to "
             f"{action} {where}, {why}, {_governed(deck)}.",
-            "  Only requests sent through a road ghostrun intercepts are replayed (the README's "
-            '"The roads we intercept"); this one went around them, so it was refused before '
-            "any byte was sent.",
+            "  Only requests sent through a road ghostrun intercepts are replayed (docs/roads.md "
+            "lists them); this one went around them, so it was refused before any byte was sent.",
             "  To fix it: send this call through an intercepted client (httpx, httpx2, aiohttp, "
             "...), or keep this test out of replay (GHOSTRUN_MODE=auto records it live).",
         ]
@@ -421,15 +501,17 @@ def _address(host: str, port: int | None) -> str:
 
 
 def _caller() -> str:
-    """The first frame outside ghostrun and the networking modules: who made this call."""
-    frame: FrameType | None = sys._getframe(2)
-    while frame is not None:
-        module = str(frame.f_globals.get("__name__", ""))
+    """The first frame outside ghostrun and the networking modules: who made this call.
+
+    Across asyncio's task boundaries (`_callers`): a library that connects in a
+    task of its own is named, not the code that ran the event loop.
+    """
+    for frame in _callers(sys._getframe(2)):
+        module = _module(frame)
         if not _is_plumbing(module):
             code = frame.f_code
             library = module.partition(".")[0] or "?"
             return f"{library} ({code.co_filename}:{frame.f_lineno}, in {code.co_name})"
-        frame = frame.f_back
     return "code in a worker thread"
 
 

@@ -85,6 +85,7 @@ ROADS: tuple[str, ...] = (
     "_urllib3",  # requests, botocore/boto3
     "_websockets",  # websockets' sync and asyncio clients (WebSocket conversations)
     "_aiohttp_ws",  # aiohttp's ws_connect (WebSocket conversations)
+    "_lm15",  # dspy's vendored HTTP client, its default engine from 3.4
 )
 """The road modules of ``ghostrun._intercept``, in installation order."""
 
