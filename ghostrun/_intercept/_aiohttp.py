@@ -56,7 +56,7 @@ class AiohttpAdapter:
     """Appends the record/replay middleware to every ``ClientSession`` request."""
 
     waits_for = distribution = road = "aiohttp"
-    supported = ">=3.12"
+    supported = ">=3.12.1"
     footprint = Footprint(("aiohttp",), unless=("_ws_connect",))  # ws is its own road
 
     def __init__(self) -> None:
@@ -71,7 +71,7 @@ class AiohttpAdapter:
             raise UnsupportedLibrary(
                 f"aiohttp {getattr(self.module, '__version__', '?')} has no {missing}, which "
                 "ghostrun needs to intercept its requests (google-genai's async calls go "
-                "through aiohttp). Install aiohttp 3.12 or later: pip install 'aiohttp>=3.12'."
+                "through aiohttp). Install aiohttp 3.12.1 or later: pip install 'aiohttp>=3.12.1'."
             )
         return True
 

@@ -55,7 +55,7 @@ class WebsocketsAdapter:
     """
 
     waits_for = distribution = road = "websockets"
-    supported = ">=13"
+    supported = ">=13.1"
 
     def __init__(self) -> None:
         self.sync: Any = None
@@ -66,13 +66,19 @@ class WebsocketsAdapter:
             return False
         self.sync = importlib.import_module("websockets.sync.client")
         self.aio = importlib.import_module("websockets.asyncio.client")
+        version = getattr(importlib.import_module("websockets"), "__version__", "?")
+        if _release(version) < (13, 1):  # 13.0's asyncio connect keeps no uri to key on
+            raise UnsupportedLibrary(
+                f"websockets {version} has no asyncio.client.connect.uri, which ghostrun reads "
+                "to record its conversations. Install websockets 13.1 or later: "
+                "pip install 'websockets>=13.1'."
+            )
         if _sync_hook(self.sync) is None or _async_hook(self.aio) is None:
-            version = getattr(importlib.import_module("websockets"), "__version__", "?")
             raise UnsupportedLibrary(
                 f"websockets {version} has none of {' or '.join(SYNC_HOOKS)} in "
                 f"websockets.sync.client, or none of {' or '.join(ASYNC_HOOKS)} in "
                 "websockets.asyncio.client, which ghostrun wraps to record its conversations. "
-                "Install websockets 13 or later: pip install 'websockets>=13'."
+                "Install websockets 13.1 or later: pip install 'websockets>=13.1'."
             )
         return True
 
@@ -96,6 +102,17 @@ SYNC_HOOKS = ("reconnect.connect", "connect")
 """The sync client's opening point, newest first: websockets 17 on, then 13 to 16."""
 ASYNC_HOOKS = ("connect.connect", "connect.__await_impl__")
 """The asyncio client's opening point, newest first: websockets 17 on, then 13 to 16."""
+
+
+def _release(version: str) -> tuple[int, ...]:
+    """``"16.1.1"`` as ``(16, 1, 1)``; the leading numbers of a pre-release."""
+    numbers = []
+    for part in version.split("."):
+        digits = "".join(c for c in part if c.isdigit()) if part[:1].isdigit() else ""
+        if not digits:
+            break
+        numbers.append(int(digits))
+    return tuple(numbers)
 
 
 def _sync_hook(module: Any) -> tuple[Any, str] | None:
