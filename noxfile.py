@@ -59,6 +59,7 @@ ROAD_TESTS = [
     "tests/test_guard.py",
     "tests/test_engine.py",
     "tests/test_fidelity.py",
+    "tests/test_dspy.py",
 ]
 """The roads-and-replay tests: every road recorded and replayed through the real clients."""
 
@@ -219,5 +220,9 @@ OLDEST_SDKS = {
 }
 """The SDKs as pip's resolver chose them beside the oldest roads (openai 3 needs a newer
 httpx2), pinned so the lane installs without minutes of backtracking."""
-OLDEST_SKIPS = ("tests/test_layered_clients.py", "tests/test_guard.py::test_dspy_default_engine")
+OLDEST_SKIPS = (
+    "tests/test_layered_clients.py",
+    "tests/test_dspy.py",
+    "tests/test_guard.py::test_dspy_default_engine",
+)
 """The tests of what `OLDEST_LEFT_OUT` leaves out."""

@@ -247,5 +247,5 @@ def test_doctor_prints_each_road_its_version_and_why_one_is_not_hooked(
         assert re.search(rf"^{road} +{re.escape(version(library))} +hooked$", healthy, re.M)
     assert re.search(r"^aiohttp ws +\S+ +NOT HOOKED$", broken, re.M)
     assert "aiohttp 99.0 has no ClientSession._ws_connect" in broken
-    assert "pip install 'aiohttp>=3.12'" in broken
+    assert f"pip install 'aiohttp{_aiohttp_ws.AiohttpWsAdapter.supported}'" in broken
     assert re.search(r"^aiohttp +\S+ +hooked$", broken, re.M)  # its HTTP road is fine
