@@ -544,7 +544,7 @@ async def test_unpatchable_aiohttp_is_left_unhooked_and_the_other_roads_install(
         assert httpx2.AsyncClient.__dict__["_transport_for_url"] is not httpx2_hook
         why = [str(error) for adapter, error in _patch.unhooked if adapter.waits_for == "aiohttp"]
         assert len(why) == 1 and isinstance(_patch.unhooked[0][1], UnsupportedHttpx)
-        assert re.search(r"aiohttp .*middlewares.*aiohttp>=3\.12", why[0])
+        assert re.search(r"aiohttp .*middlewares.*aiohttp>=3\.14", why[0])
     assert httpx2.AsyncClient.__dict__["_transport_for_url"] is httpx2_hook
 
 

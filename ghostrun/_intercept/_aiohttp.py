@@ -56,7 +56,7 @@ class AiohttpAdapter:
     """Appends the record/replay middleware to every ``ClientSession`` request."""
 
     waits_for = distribution = road = "aiohttp"
-    supported = ">=3.12.1"
+    supported = ">=3.14"
     footprint = Footprint(("aiohttp",), unless=("_ws_connect",))  # ws is its own road
 
     def __init__(self) -> None:
@@ -71,7 +71,7 @@ class AiohttpAdapter:
             raise UnsupportedLibrary(
                 f"aiohttp {getattr(self.module, '__version__', '?')} has no {missing}, which "
                 "ghostrun needs to intercept its requests (google-genai's async calls go "
-                "through aiohttp). Install aiohttp 3.12.1 or later: pip install 'aiohttp>=3.12.1'."
+                "through aiohttp). Install aiohttp 3.14 or later: pip install 'aiohttp>=3.14'."
             )
         return True
 
@@ -84,6 +84,9 @@ class AiohttpAdapter:
 def _missing_hook(aiohttp: ModuleType) -> str | None:
     """What the installed aiohttp lacks of the few points we rely on, if anything."""
     request = aiohttp.ClientSession.__dict__.get("_request")
+    version = tuple(int(p) for p in aiohttp.__version__.split(".")[:2] if p.isdigit())
+    if version < (3, 14):  # a replayed body's StreamReader asks its protocol more before 3.14
+        return "a StreamReader that reads a replayed body without its protocol (3.14 on)"
     if not callable(request):
         return "ClientSession._request"
     if not (hasattr(aiohttp, "client_middlewares") and _takes_keyword(request, "middlewares")):

@@ -44,7 +44,7 @@ class AiohttpWsAdapter:
 
     waits_for = distribution = "aiohttp"
     road = "aiohttp ws"
-    supported = ">=3.12.1"
+    supported = ">=3.14"
     footprint = Footprint(("aiohttp",), functions=("_ws_connect",))
 
     def __init__(self) -> None:
@@ -58,7 +58,7 @@ class AiohttpWsAdapter:
             raise UnsupportedLibrary(
                 f"aiohttp {getattr(self.module, '__version__', '?')} has no "
                 "ClientSession._ws_connect, which ghostrun wraps to record WebSocket "
-                "conversations. Install aiohttp 3.12.1 or later: pip install 'aiohttp>=3.12.1'."
+                "conversations. Install aiohttp 3.14 or later: pip install 'aiohttp>=3.14'."
             )
         return True
 

@@ -55,7 +55,7 @@ class WebsocketsAdapter:
     """
 
     waits_for = distribution = road = "websockets"
-    supported = ">=13.1"
+    supported = ">=15"
 
     def __init__(self) -> None:
         self.sync: Any = None
@@ -67,18 +67,18 @@ class WebsocketsAdapter:
         self.sync = importlib.import_module("websockets.sync.client")
         self.aio = importlib.import_module("websockets.asyncio.client")
         version = getattr(importlib.import_module("websockets"), "__version__", "?")
-        if _release(version) < (13, 1):  # 13.0's asyncio connect keeps no uri to key on
+        if _release(version) < (15,):  # before 15 its asyncio connect keeps no uri, headers
             raise UnsupportedLibrary(
-                f"websockets {version} has no asyncio.client.connect.uri, which ghostrun reads "
-                "to record its conversations. Install websockets 13.1 or later: "
-                "pip install 'websockets>=13.1'."
+                f"websockets {version} has no asyncio.client.connect.additional_headers, which "
+                "ghostrun reads to record its conversations. Install websockets 15 or later: "
+                "pip install 'websockets>=15'."
             )
         if _sync_hook(self.sync) is None or _async_hook(self.aio) is None:
             raise UnsupportedLibrary(
                 f"websockets {version} has none of {' or '.join(SYNC_HOOKS)} in "
                 f"websockets.sync.client, or none of {' or '.join(ASYNC_HOOKS)} in "
                 "websockets.asyncio.client, which ghostrun wraps to record its conversations. "
-                "Install websockets 13.1 or later: pip install 'websockets>=13.1'."
+                "Install websockets 15 or later: pip install 'websockets>=15'."
             )
         return True
 
