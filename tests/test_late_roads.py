@@ -163,23 +163,29 @@ print(json.dumps(errors))
 
 
 @pytest.mark.parametrize(
-    ("statement", "owner", "attr"),
+    ("statement", "module", "finder"),
     [
-        ("import websockets.sync.client", "websockets.sync.client", "connect"),
-        ("import websockets.asyncio.client", "websockets.asyncio.client.connect", "__await_impl__"),
+        ("import websockets.sync.client", "websockets.sync.client", "_sync_hook"),
+        ("import websockets.asyncio.client", "websockets.asyncio.client", "_async_hook"),
     ],
 )
 def test_websockets_imported_by_a_client_module_inside_a_session_is_hooked_then_restored(
-    statement: str, owner: str, attr: str
+    statement: str, module: str, finder: str
 ) -> None:
-    """Importing a client module imports the package first: both clients are hooked then."""
+    """Importing a client module imports the package first: both clients are hooked then.
+
+    The hook is the one the installed websockets has (``connect``/``__await_impl__``
+    before 17, ``reconnect.connect``/``connect.connect`` from 17 on).
+    """
     code = (
         "import json, sys, ghostrun\n"
+        "from ghostrun._intercept import _websockets\n"
         "with ghostrun.session(mode='replay'):\n"
         "    before = 'websockets' in sys.modules\n"
         f"    {statement}\n"
-        f"    hooked = {owner}.__dict__[{attr!r}]\n"
-        f"original = {owner}.__dict__[{attr!r}]\n"
+        f"    owner, attr = _websockets.{finder}({module})\n"
+        "    hooked = owner.__dict__[attr]\n"
+        "original = owner.__dict__[attr]\n"
         "print(json.dumps([before, hooked is not original, hooked.__wrapped__ is original]))\n"
     )
     assert run_fresh(code) == [False, True, True]
