@@ -19,6 +19,7 @@ from ._core._exceptions import (
     JudgeUnavailable,
     UnlistedHostWarning,
     UnsupportedHttpx,
+    UnsupportedLibrary,
 )
 from ._core._hosts import PROVIDER_HOSTS
 from ._core._modes import Mode
@@ -64,6 +65,7 @@ _LAZY = {
 # session is open (and the guard while one replays); the run log saves each one's use.
 _deck.subscribe(entering=_patch.session_entered, exiting=_patch.session_exited)
 _deck.subscribe(entering=_guard.session_entered, exiting=_guard.session_exited)
+_patch.on_unhooked(_guard.acquire, _guard.release)  # an unhooked road refuses, in every mode
 _deck.subscribe(closed=_runlog.session_closed)
 
 if _os.environ.get("GHOSTRUN_MODE"):  # replay guards the whole process (see _guard)
@@ -105,6 +107,7 @@ __all__ = [
     "ToolCallExpectation",
     "UnlistedHostWarning",
     "UnsupportedHttpx",
+    "UnsupportedLibrary",
     "Verdict",
     "__version__",
     "configure",

@@ -127,9 +127,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_load_initial_conftests(
     early_config: pytest.Config, parser: pytest.Parser, args: list[str]
 ) -> None:
-    """A vcrpy user's ``--record-mode`` gets ghostrun's flag, not "unrecognized arguments"."""
+    """A vcrpy user's ``--record-mode`` gets ghostrun's flag, not "unrecognized arguments".
+
+    Only when no other plugin defines ``--record-mode``: with pytest-recording
+    or cassetter installed, the flag is theirs, and ghostrun stays out of it.
+    """
     typed = [a for a in args if a == "--record-mode" or a.startswith("--record-mode=")]
-    if typed and not early_config.pluginmanager.hasplugin("recording"):
+    if typed and not _defined_by_a_plugin(parser, "--record-mode"):
         mapping = ", ".join(f"{k} -> {v.value}" for k, v in VCR_ALIASES.items())
         raise pytest.UsageError(
             f"{typed[0]} is pytest-recording's flag; ghostrun's is --ghostrun-mode=MODE "
@@ -142,6 +146,14 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     """The other project named ``ghostrun``, when it shares this environment (`_distribution`)."""
     warning = foreign_install()
     return [f"ghostrun: WARNING: {warning}"] if warning else []
+
+
+def _defined_by_a_plugin(parser: pytest.Parser, flag: str) -> bool:
+    """Has a plugin loaded so far (every installed one by now) added ``flag``?"""
+    groups = [getattr(parser, "_anonymous", None), *getattr(parser, "_groups", [])]
+    return any(
+        flag in option.names() for group in groups if group is not None for option in group.options
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import subprocess
 import sys
 import time
@@ -527,19 +528,24 @@ async def test_secrets_never_reach_the_cassette(
 
 
 @pytest.mark.asyncio
-async def test_unpatchable_aiohttp_fails_loudly_before_any_request(
+async def test_unpatchable_aiohttp_is_left_unhooked_and_the_other_roads_install(
     monkeypatch: pytest.MonkeyPatch, cassette_dir: Path
 ) -> None:
+    """Its calls are refused by the guard (tests/test_unhooked.py); here: why, and the rest."""
+    from ghostrun._intercept import _patch
+
     async def old_request(self: Any, method: str, str_or_url: Any, *, params: Any = None) -> Any:
         raise AssertionError("never called")
 
     monkeypatch.setattr(aiohttp.ClientSession, "_request", old_request)
     httpx2_hook = httpx2.AsyncClient.__dict__["_transport_for_url"]
-    with pytest.raises(UnsupportedHttpx, match=r"aiohttp .*middlewares"):
-        async with ghostrun.session(cassette_dir=cassette_dir):
-            pass
-    assert hook() is old_request
-    assert httpx2.AsyncClient.__dict__["_transport_for_url"] is httpx2_hook  # rolled back
+    async with ghostrun.session(cassette_dir=cassette_dir):
+        assert hook() is old_request
+        assert httpx2.AsyncClient.__dict__["_transport_for_url"] is not httpx2_hook
+        why = [str(error) for adapter, error in _patch.unhooked if adapter.waits_for == "aiohttp"]
+        assert len(why) == 1 and isinstance(_patch.unhooked[0][1], UnsupportedHttpx)
+        assert re.search(r"aiohttp .*middlewares.*aiohttp>=3\.14", why[0])
+    assert httpx2.AsyncClient.__dict__["_transport_for_url"] is httpx2_hook
 
 
 def test_import_ghostrun_never_imports_aiohttp() -> None:

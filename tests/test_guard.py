@@ -186,14 +186,15 @@ def test_dspy_default_engine(
     quick = {"api_key": "sk-test", "cache": False, "num_retries": 0, "timeout": 2}
     local = dspy.LM("openai/gpt-4o-mini", api_base=f"http://{listener.host}/v1", **quick)
     default = dspy.LM("openai/gpt-4o-mini", **quick)
-    with replay(cassette_dir, hosts=[listener.host]):
-        with pytest.raises(ghostrun.CacheMiss, match=listener.host) as info:
+    with replay(cassette_dir, hosts=[listener.host]):  # a road now: a miss, never a connection
+        with pytest.raises(
+            ghostrun.CacheMiss, match=f"no recording for POST http://{listener.host}"
+        ):
             local("Where is my refund?")
-        with pytest.raises(ghostrun.CacheMiss, match=r"api\.openai\.com:443"):
+        with pytest.raises(ghostrun.CacheMiss, match=r"no recording for POST https://api\.openai"):
             default("Where is my refund?")
     assert listener.connections() == 0
     assert resolver == []
-    assert "dspy (" in str(info.value)  # the library the call came from
 
 
 def test_grpc_channels(listener: Listener, resolver: list[Any], cassette_dir: Any) -> None:

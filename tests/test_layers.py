@@ -27,7 +27,16 @@ CONTRACT: dict[str, tuple[str, ...]] = {
     "_intercept": ("_core", "_wire", "_secrets", "_store", "_recording"),
     "_judging": ("_core", "_wire", "_secrets", "_store", "_recording"),
     "_assertions": ("_core", "_wire", "_secrets", "_store", "_recording", "_judging"),
-    "_tools": ("_core", "_wire", "_secrets", "_store", "_recording", "_judging", "_assertions"),
+    "_tools": (  # _intercept: ``ghostrun doctor`` surveys the roads
+        "_core",
+        "_wire",
+        "_secrets",
+        "_store",
+        "_recording",
+        "_intercept",
+        "_judging",
+        "_assertions",
+    ),
     "_integrations": (
         "_core",
         "_wire",

@@ -25,6 +25,7 @@ EXPECTED = {
     "ToolCallExpectation",
     "UnlistedHostWarning",
     "UnsupportedHttpx",
+    "UnsupportedLibrary",
     "Verdict",
     "__version__",
     "configure",
@@ -81,6 +82,7 @@ def test_error_tree() -> None:
         assert issubclass(error, ghostrun.GhostrunError)
     assert issubclass(ghostrun.GhostrunError, Exception)
     assert not issubclass(ghostrun.CacheMiss, Exception)
+    assert ghostrun.UnsupportedHttpx is ghostrun.UnsupportedLibrary  # old except clauses work
     assert issubclass(ghostrun.ExpectationFailed, AssertionError)
 
 

@@ -225,7 +225,7 @@ def test_ghostrun_mode_flag_sets_the_suite_wide_mode(
             "*--ghostrun-replay and --ghostrun-mode are mutually exclusive*",
         ),
         (
-            ["--record-mode=none"],
+            ["-p", "no:cassetter", "--record-mode=none"],  # no other plugin defines the flag
             "*--record-mode=none is pytest-recording's flag; ghostrun's is --ghostrun-mode=MODE*"
             "none -> replay*",
         ),
@@ -239,6 +239,23 @@ def test_mode_mistakes_are_usage_errors_that_say_what_to_type(
     result = pytester.runpytest_subprocess(*args, *UNUSED)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([message])
+
+
+def test_record_mode_is_cassetters_own_flag_when_cassetter_is_installed(
+    pytester: pytest.Pytester,
+) -> None:
+    """ghostrun never claims another plugin's option: cassetter reads --record-mode."""
+    pytester.makeini(INI)
+    pytester.makepyfile(
+        """
+        def test_a(request, ghostrun_session):
+            assert request.config.pluginmanager.hasplugin("cassetter")
+            assert str(request.config.getoption("--record-mode")).endswith("none")
+            assert ghostrun_session.mode.value == "auto"  # ghostrun's own mode is untouched
+        """
+    )
+    result = pytester.runpytest_subprocess("--record-mode=none", *UNUSED)
+    result.assert_outcomes(passed=1)
 
 
 @pytest.mark.parametrize(

@@ -138,13 +138,19 @@ def test_patch_refcount_across_threads() -> None:
     assert all(a is b for a, b in zip(before, originals(), strict=True))
 
 
-def test_missing_hook_raises_before_any_request(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_hook_leaves_that_road_alone_and_raises_on_its_first_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    hook = httpx2.AsyncClient.__dict__["_transport_for_url"]
     monkeypatch.delattr(httpx2.AsyncClient, "_transport_for_url")
+    base = httpx2.AsyncClient.__mro__[1]
+    monkeypatch.setattr(base, "_transport_for_url", hook, raising=False)  # inherited: works
     before = httpx.Client.__dict__["_transport_for_url"]
-    with pytest.raises(ghostrun.UnsupportedHttpx, match=r"AsyncClient\._transport_for_url"):
-        with ghostrun.session():
-            pytest.fail("the block must not run")
-    assert httpx.Client.__dict__["_transport_for_url"] is before  # nothing left half-patched
+    with ghostrun.session():
+        assert httpx.Client.__dict__["_transport_for_url"] is not before  # httpx is hooked
+        with pytest.raises(ghostrun.UnsupportedLibrary, match=r"AsyncClient\._transport_for_url"):
+            httpx2.get("https://api.openai.com/v1/models")
+    assert httpx.Client.__dict__["_transport_for_url"] is before
 
 
 # -- nesting and the stacks --------------------------------------------------

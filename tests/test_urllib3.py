@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import socket
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from simulator import ProviderSimulator
 
 import ghostrun
 from ghostrun import CacheMiss, UnsupportedHttpx
+from ghostrun._intercept import _patch
 
 OPENAI_KEY = "sk-" + "test-urllib3-0123456789abcdefghij"  # fake, assembled at run time
 Call = Callable[[], Any]
@@ -353,7 +355,7 @@ def test_an_llm_call_to_an_unlisted_host_is_pointed_out(
     assert s.passed_through == 1 and provider.served == 1 and not cassette_dir.exists()
 
 
-def test_unsupported_urllib3_fails_loudly_before_any_request(
+def test_unsupported_urllib3_is_left_unhooked_and_the_other_roads_install(
     monkeypatch: pytest.MonkeyPatch, cassette_dir: Path
 ) -> None:
     def old_make_request(self: Any, conn: Any, method: str, url: str, **kwargs: Any) -> Any:
@@ -363,11 +365,13 @@ def test_unsupported_urllib3_fails_loudly_before_any_request(
     monkeypatch.setattr(pool, "_make_request", old_make_request)
     httpx2 = pytest.importorskip("httpx2")
     httpx2_hook = httpx2.Client.__dict__["_transport_for_url"]
-    with pytest.raises(UnsupportedHttpx, match=r"urllib3 .*response_conn.*urllib3>=2"):
-        with ghostrun.session(cassette_dir=cassette_dir):
-            pass
-    assert pool.__dict__["_make_request"] is old_make_request
-    assert httpx2.Client.__dict__["_transport_for_url"] is httpx2_hook  # rolled back
+    with ghostrun.session(cassette_dir=cassette_dir):
+        assert pool.__dict__["_make_request"] is old_make_request  # left unhooked
+        assert httpx2.Client.__dict__["_transport_for_url"] is not httpx2_hook  # hooked
+        (_adapter, error), *_ = [u for u in _patch.unhooked if u[0].waits_for == "urllib3"]
+        assert isinstance(error, UnsupportedHttpx)  # the guard refuses its calls with it
+        assert re.search(r"urllib3 .*response_conn.*urllib3>=2", str(error))
+    assert httpx2.Client.__dict__["_transport_for_url"] is httpx2_hook
 
 
 def test_the_hooks_are_restored_by_identity_after_the_last_session(cassette_dir: Path) -> None:

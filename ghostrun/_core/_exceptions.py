@@ -6,7 +6,8 @@
         └── GhostrunError      the base of the ordinary errors
             ├── CassetteError      a cassette or verdict file is corrupt, of an unknown
             │                      version, or cannot be written
-            ├── UnsupportedHttpx   an installed HTTP library lacks the hook we wrap
+            ├── UnsupportedLibrary an installed HTTP library lacks the hook we wrap
+            │                      (alias: UnsupportedHttpx, its first name)
             └── JudgeUnavailable   the judge cannot be reached or cannot answer
     UserWarning
     └── UnlistedHostWarning    a request that looks like an LLM call passed through
@@ -39,6 +40,7 @@ __all__ = [
     "JudgeUnavailable",
     "UnlistedHostWarning",
     "UnsupportedHttpx",
+    "UnsupportedLibrary",
 ]
 
 
@@ -53,12 +55,19 @@ class CassetteError(GhostrunError):
 
 
 @public
-class UnsupportedHttpx(GhostrunError):
+class UnsupportedLibrary(GhostrunError):
     """An installed HTTP library lacks the hook ghostrun wraps.
 
-    Raised before any request is sent: falling through to the real network
-    is the one failure this library must never have.
+    That road alone is left unhooked; the other roads record and replay. Its
+    first call toward a provider or session host raises this, in every mode,
+    before any byte is sent: an unrecorded live exchange is the one failure
+    this library must never have. The message names the library, its
+    version, the missing hook and the supported versions.
     """
+
+
+UnsupportedHttpx = UnsupportedLibrary
+"""The first name of `UnsupportedLibrary`, kept so existing ``except`` clauses still work."""
 
 
 @public

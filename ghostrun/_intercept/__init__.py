@@ -8,6 +8,7 @@
     _urllib3      urllib3: requests, botocore/boto3 (``HTTPConnectionPool._make_request``)
     _websockets   websockets' sync and asyncio clients (``connect``), WebSocket conversations
     _aiohttp_ws   aiohttp's ``ws_connect`` (``ClientSession._ws_connect``), WebSocket conversations
+    _lm15         dspy's vendored HTTP client (``StdlibTransport.stream``, ``_do_stream``)
     _wslink       the session side of a WebSocket conversation (record, replay, miss), shared
                   by the WebSocket roads
 

@@ -36,11 +36,11 @@ from http import HTTPStatus
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from .._core._exceptions import UnsupportedHttpx
+from .._core._exceptions import UnsupportedLibrary
 from .._core._modes import Mode
 from .._store._cassette import Recording
 from ._engine import Decoder, Exchange, Tape, decoder, is_stream, route
-from ._patch import Restore, library, replace
+from ._patch import Footprint, Restore, is_unhooked, library, replace
 
 __all__ = ["AiohttpAdapter", "Middleware"]
 
@@ -55,7 +55,9 @@ def adapters() -> list[AiohttpAdapter]:
 class AiohttpAdapter:
     """Appends the record/replay middleware to every ``ClientSession`` request."""
 
-    waits_for = "aiohttp"
+    waits_for = distribution = road = "aiohttp"
+    supported = ">=3.14"
+    footprint = Footprint(("aiohttp",), unless=("_ws_connect",))  # ws is its own road
 
     def __init__(self) -> None:
         self.module: Any = None
@@ -66,10 +68,10 @@ class AiohttpAdapter:
             return False
         missing = _missing_hook(self.module)
         if missing:
-            raise UnsupportedHttpx(
+            raise UnsupportedLibrary(
                 f"aiohttp {getattr(self.module, '__version__', '?')} has no {missing}, which "
                 "ghostrun needs to intercept its requests (google-genai's async calls go "
-                "through aiohttp). Install aiohttp 3.12 or later: pip install 'aiohttp>=3.12'."
+                "through aiohttp). Install aiohttp 3.14 or later: pip install 'aiohttp>=3.14'."
             )
         return True
 
@@ -82,6 +84,9 @@ class AiohttpAdapter:
 def _missing_hook(aiohttp: ModuleType) -> str | None:
     """What the installed aiohttp lacks of the few points we rely on, if anything."""
     request = aiohttp.ClientSession.__dict__.get("_request")
+    version = tuple(int(p) for p in aiohttp.__version__.split(".")[:2] if p.isdigit())
+    if version < (3, 14):  # a replayed body's StreamReader asks its protocol more before 3.14
+        return "a StreamReader that reads a replayed body without its protocol (3.14 on)"
     if not callable(request):
         return "ClientSession._request"
     if not (hasattr(aiohttp, "client_middlewares") and _takes_keyword(request, "middlewares")):
@@ -174,7 +179,8 @@ class Middleware:
         # an upgrade not made by the WebSocket road (``_aiohttp_ws`` records its own, inside
         # bypass_interception, so it never gets here): not an exchange to record
         if "upgrade" in req.headers:
-            if deck.mode is Mode.REPLAY:
+            # the WebSocket road unhooked: the guard refuses it, as UnsupportedLibrary
+            if deck.mode is Mode.REPLAY and not is_unhooked("aiohttp ws"):
                 raise deck.forbid(f"a WebSocket connection to {url}")
             return await handler(req)
         exchange = Exchange(deck, *_describe(req), await _body_of(req))

@@ -25,10 +25,10 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from .._core._exceptions import UnsupportedHttpx
+from .._core._exceptions import UnsupportedLibrary
 from .._recording._session import bypass_interception
 from .._store._wscassette import Close
-from ._patch import Restore, library, replace
+from ._patch import Footprint, Restore, library, replace
 from ._wslink import NeedsLive, Player, Recorder, Replaying, open_link
 
 __all__ = ["AiohttpWsAdapter", "adapters"]
@@ -42,7 +42,10 @@ def adapters() -> list[AiohttpWsAdapter]:
 class AiohttpWsAdapter:
     """Wraps ``ClientSession._ws_connect``."""
 
-    waits_for = "aiohttp"
+    waits_for = distribution = "aiohttp"
+    road = "aiohttp ws"
+    supported = ">=3.14"
+    footprint = Footprint(("aiohttp",), functions=("_ws_connect",))
 
     def __init__(self) -> None:
         self.module: Any = None
@@ -52,10 +55,10 @@ class AiohttpWsAdapter:
         if self.module is None:
             return False
         if not callable(self.module.ClientSession.__dict__.get("_ws_connect")):
-            raise UnsupportedHttpx(
+            raise UnsupportedLibrary(
                 f"aiohttp {getattr(self.module, '__version__', '?')} has no "
                 "ClientSession._ws_connect, which ghostrun wraps to record WebSocket "
-                "conversations. Install aiohttp 3.12 or later: pip install 'aiohttp>=3.12'."
+                "conversations. Install aiohttp 3.14 or later: pip install 'aiohttp>=3.14'."
             )
         return True
 

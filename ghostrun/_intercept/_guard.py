@@ -32,9 +32,16 @@ Python's socket module: a channel to a guarded target is refused when it is
 made. Not seen: a grpc channel made before the guard was installed, and other
 code that networks in C (uvloop, c-ares).
 
+In every mode, while a road is left unhooked (its library lacks the hook:
+`_patch.unhooked`), a lookup of or connect to a provider or session host from
+code running on that road (its `_patch.Footprint` in the stack) raises
+`UnsupportedLibrary` before any byte is sent, naming the library, its
+version, the missing hook and the supported versions.
+
 Installed reference-counted (`acquire`/`release`): by every open session in
-``replay``, by the pytest plugin for the whole run when the suite-wide mode is
-``replay``, and by ``import ghostrun`` when ``GHOSTRUN_MODE=replay`` is set
+``replay``, by the roads while one of them is unhooked (`_patch.on_unhooked`),
+by the pytest plugin for the whole run when the suite-wide mode is ``replay``,
+and by ``import ghostrun`` when ``GHOSTRUN_MODE=replay`` is set
 (`install_for_suite`). A hooked module not imported yet is patched the moment
 it is imported (`_patch.LateImports`, which the roads use too), so
 ``import ghostrun`` never imports ``socket`` or ``asyncio`` itself. The last
@@ -43,6 +50,7 @@ release restores the exact original functions.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import functools
 import os
@@ -59,11 +67,12 @@ from .._core._config import (
     settings,
     suite_mode,
 )
-from .._core._exceptions import CacheMiss
+from .._core._exceptions import CacheMiss, UnsupportedLibrary
 from .._core._hosts import PROVIDER_HOSTS, HostMatcher, host_name
 from .._core._modes import Mode
 from .._recording._deck import Deck
 from .._recording._session import _bypass, current_deck
+from . import _patch as _roads
 from ._patch import LateImports, Refcount, Restore, replace, restore_all
 
 __all__ = [
@@ -279,6 +288,8 @@ def check(host: Any, port: Any, action: str) -> None:
         return
     deck = current_deck()
     if deck is not None:
+        if _roads.unhooked:
+            _refuse_unhooked(deck, host, port, action)
         if deck.mode is not Mode.REPLAY:
             return
         matcher, block = deck.matcher, deck.block_network
@@ -291,6 +302,119 @@ def check(host: Any, port: Any, action: str) -> None:
         raise _refuse(deck, _provider_miss(deck, name, number, action))
     if block and not is_loopback(name):
         raise _refuse(deck, _blocked_miss(deck, name, number, action))
+
+
+def _refuse_unhooked(deck: Deck, host: Any, port: Any, action: str) -> None:
+    """Raise `UnsupportedLibrary` if code on an unhooked road reaches for a guarded host."""
+    name, number = _text(host), _port(port)
+    if not deck.matcher(name, number):
+        return
+    stack = _stack()
+    for adapter, error in list(_roads.unhooked):
+        if _roads.footprint(adapter).owns(stack):
+            road = getattr(adapter, "road", adapter.waits_for)
+            raise UnsupportedLibrary(
+                "\n".join(
+                    [
+                        f"ghostrun: {_caller()} tried to {action} {_address(name, number)} "
+                        f"through {road}, a road ghostrun could not hook, {_governed(deck)}; "
+                        "refused before any byte was sent, so nothing goes unrecorded.",
+                        f"  {error}",
+                        "  `ghostrun doctor` shows every road's state; docs/roads.md lists "
+                        "the supported versions.",
+                    ]
+                )
+            ) from error
+
+
+def _stack() -> list[tuple[str, str]]:
+    """(module, function) of each frame calling the guard, innermost first (`_callers`)."""
+    return [(_module(f), f.f_code.co_name) for f in _callers(sys._getframe(3))]
+
+
+def _module(frame: FrameType) -> str:
+    return str(frame.f_globals.get("__name__", ""))
+
+
+def _callers(frame: FrameType | None) -> list[FrameType]:
+    """The frames from ``frame`` out, innermost first, across asyncio's task boundaries.
+
+    A library that connects inside a task of its own (``asyncio.ensure_future``
+    around ``open_connection``, as dspy's lm15 and ``asyncio.wait_for`` do)
+    leaves its own frames out of that task's stack, which ends at the event
+    loop, then whoever ran the loop (a test harness). So where the task's
+    frames end, the frames of the task awaiting it come next, and so on out;
+    the loop's own frames last.
+    """
+    mine: list[FrameType] = []
+    while frame is not None and not _is_loop(frame):
+        mine.append(frame)
+        frame = frame.f_back
+    rest: list[FrameType] = []
+    while frame is not None:
+        rest.append(frame)
+        frame = frame.f_back
+    return mine + (_awaiting_frames() if rest else []) + rest
+
+
+def _is_loop(frame: FrameType) -> bool:
+    """A frame of the event loop running a task's step: the task's stack ends below it."""
+    return _module(frame) == "asyncio.events" and frame.f_code.co_name == "_run"
+
+
+def _awaiting_frames() -> list[FrameType]:
+    """The frames of the tasks awaiting the current one, innermost first."""
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is None:
+        return []
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:
+        return []
+    frames: list[FrameType] = []
+    seen: set[int] = set()
+    while task is not None and id(task) not in seen and len(seen) < 16:
+        seen.add(id(task))
+        task = _awaiter(asyncio, task, depth=3)
+        if task is not None:
+            frames += _coroutine_frames(task.get_coro())
+    return frames
+
+
+def _awaiter(asyncio: ModuleType, future: Any, depth: int) -> Any:
+    """The task woken when ``future`` is done: directly, or through the futures its done
+    callbacks complete (``asyncio.wait``, ``wait_for``)."""
+    for entry in getattr(future, "_callbacks", None) or ():
+        callback = entry[0] if isinstance(entry, tuple) else entry
+        owner = getattr(callback, "__self__", None)
+        if isinstance(owner, asyncio.Task):
+            return owner
+        if depth:
+            for inner in _futures_in(asyncio, callback):
+                found = _awaiter(asyncio, inner, depth - 1)
+                if found is not None:
+                    return found
+    return None
+
+
+def _futures_in(asyncio: ModuleType, callback: Any) -> list[Any]:
+    """The futures a done callback holds: a partial's arguments, a closure's cells."""
+    held = list(getattr(callback, "args", ()))
+    for cell in getattr(getattr(callback, "func", callback), "__closure__", None) or ():
+        with contextlib.suppress(ValueError):  # an empty cell
+            held.append(cell.cell_contents)
+    return [thing for thing in held if asyncio.isfuture(thing)]
+
+
+def _coroutine_frames(coroutine: Any) -> list[FrameType]:
+    """A suspended coroutine's frames, innermost first (down its ``cr_await`` chain)."""
+    frames: list[FrameType] = []
+    while coroutine is not None:
+        frame = getattr(coroutine, "cr_frame", None) or getattr(coroutine, "gi_frame", None)
+        if frame is not None:
+            frames.append(frame)
+        coroutine = getattr(coroutine, "cr_await", None) or getattr(coroutine, "gi_yieldfrom", None)
+    return frames[::-1]
 
 
 def is_loopback(host: str) -> bool:
@@ -353,9 +477,8 @@ def _provider_miss(deck: Deck | None, host: str, port: int | None, action: str) 
         [
             f"ghostrun: replay mode never touches the network, and {_caller()} tried to "
             f"{action} {where}, {why}, {_governed(deck)}.",
-            "  Only requests sent through a road ghostrun intercepts are replayed (the README's "
-            '"The roads we intercept"); this one went around them, so it was refused before '
-            "any byte was sent.",
+            "  Only requests sent through a road ghostrun intercepts are replayed (docs/roads.md "
+            "lists them); this one went around them, so it was refused before any byte was sent.",
             "  To fix it: send this call through an intercepted client (httpx, httpx2, aiohttp, "
             "...), or keep this test out of replay (GHOSTRUN_MODE=auto records it live).",
         ]
@@ -400,15 +523,17 @@ def _address(host: str, port: int | None) -> str:
 
 
 def _caller() -> str:
-    """The first frame outside ghostrun and the networking modules: who made this call."""
-    frame: FrameType | None = sys._getframe(2)
-    while frame is not None:
-        module = str(frame.f_globals.get("__name__", ""))
+    """The first frame outside ghostrun and the networking modules: who made this call.
+
+    Across asyncio's task boundaries (`_callers`): a library that connects in a
+    task of its own is named, not the code that ran the event loop.
+    """
+    for frame in _callers(sys._getframe(2)):
+        module = _module(frame)
         if not _is_plumbing(module):
             code = frame.f_code
             library = module.partition(".")[0] or "?"
             return f"{library} ({code.co_filename}:{frame.f_lineno}, in {code.co_name})"
-        frame = frame.f_back
     return "code in a worker thread"
 
 

@@ -18,16 +18,18 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from types import ModuleType
 from typing import Any
 
-from .._core._exceptions import UnsupportedHttpx
+from .._core._exceptions import UnsupportedLibrary
 from .._recording._deck import Deck, LazyHeaders
 from .._secrets._redact import Frozen
 from .._store._cassette import Recording
 from ._engine import Exchange, Tape, is_stream, route
-from ._patch import Restore, library, replace
+from ._patch import Footprint, Restore, library, replace
 
 __all__ = ["HTTPX_FAMILY", "AsyncTransport", "Flavor", "HttpxFamilyAdapter", "Transport"]
 
 HTTPX_FAMILY = ("httpx", "httpx2")
+SUPPORTED = {"httpx": ">=0.27", "httpx2": ">=2"}
+"""The versions each library is supported from (pyproject.toml's extras say the same)."""
 
 
 def adapters() -> list[HttpxFamilyAdapter]:
@@ -38,7 +40,9 @@ class HttpxFamilyAdapter:
     """Wraps ``Client._transport_for_url`` and ``AsyncClient._transport_for_url``."""
 
     def __init__(self, module_name: str) -> None:
-        self.module_name = self.waits_for = module_name
+        self.module_name = self.waits_for = self.road = self.distribution = module_name
+        self.supported = SUPPORTED[module_name]
+        self.footprint = Footprint((module_name,))
         self.module: Any = None
 
     def check(self) -> bool:
@@ -49,10 +53,11 @@ class HttpxFamilyAdapter:
             cls = getattr(self.module, cls_name, None)
             if cls is None or not callable(cls.__dict__.get("_transport_for_url")):
                 version = getattr(self.module, "__version__", "?")
-                raise UnsupportedHttpx(
+                raise UnsupportedLibrary(
                     f"{self.module_name} {version} has no {cls_name}._transport_for_url, the "
                     "hook ghostrun wraps, so its requests cannot be intercepted. Install a "
-                    f"supported {self.module_name} (httpx 0.2x or httpx2 2.x)."
+                    f"supported {self.module_name}: pip install '{self.module_name}"
+                    f"{self.supported}'."
                 )
         return True
 

@@ -4,9 +4,8 @@ The first open session installs every road's hooks, the last one to close
 restores the exact original functions. A road is a module of this package
 listed in `ROADS`; its ``adapters()`` returns one `Adapter` per library it
 covers, each with two steps: ``check`` (is the library importable? raise
-`UnsupportedHttpx` if it is but lacks its hook, before anything is
-installed, so a missing hook can never let a request slip to the real
-network) and ``install`` (returns the function that restores the original);
+`UnsupportedLibrary` if it is but lacks its hook) and ``install`` (returns
+the function that restores the original);
 and it names the module it waits for (``waits_for``: its library's top-level
 package, which every import of the library imports first; several adapters may
 wait for one, as aiohttp's HTTP and WebSocket roads do). Adding a road is one
@@ -16,11 +15,18 @@ Road modules are imported here, when the first session opens, never by
 ``import ghostrun``; each imports its HTTP library only in ``check``. Opening a
 session imports no HTTP library either. An adapter whose library is already
 imported is checked and installed then, as one batch (every check before any
-install, so an `UnsupportedHttpx` leaves nothing installed). One whose library
-is not imported yet waits for it (`LateImports`): its adapters are checked and
-installed the moment the library is imported while the roads are installed,
-before that import returns; an `UnsupportedHttpx` then fails that import, and
-every retry of it, loudly, never a silent pass-through. A library whose import
+install). One whose library is not imported yet waits for it (`LateImports`):
+its adapters are checked and installed the moment the library is imported
+while the roads are installed, before that import returns.
+
+One road's missing hook never breaks another road: an adapter whose ``check``
+raises `UnsupportedLibrary` is left alone, unhooked, listed in `unhooked`,
+and every other road installs as usual. While any road is unhooked the guard
+is held installed in every mode (the functions `on_unhooked` was given): the
+first call on that road toward a provider or session host, one whose stack
+holds the road's `Footprint`, raises `UnsupportedLibrary` before any byte is
+sent, never a silent unrecorded pass-through. `survey` says, road by road,
+what ``ghostrun doctor`` prints. A library whose import
 began while the roads were installed, and is still running when they are
 installed again, is that import's to patch as it ends (`LateImports.ready`):
 the installer neither waits for it under the roads' lock (the import needs that
@@ -41,8 +47,11 @@ import sys
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
+
+from .._core._exceptions import UnsupportedLibrary
 
 if TYPE_CHECKING:
     from importlib.machinery import ModuleSpec
@@ -52,16 +61,22 @@ if TYPE_CHECKING:
 __all__ = [
     "ROADS",
     "Adapter",
+    "Footprint",
     "LateImports",
     "Refcount",
     "Restore",
     "acquire",
+    "footprint",
+    "is_unhooked",
     "library",
+    "on_unhooked",
     "release",
     "replace",
     "restore_all",
     "session_entered",
     "session_exited",
+    "survey",
+    "unhooked",
 ]
 
 ROADS: tuple[str, ...] = (
@@ -70,6 +85,7 @@ ROADS: tuple[str, ...] = (
     "_urllib3",  # requests, botocore/boto3
     "_websockets",  # websockets' sync and asyncio clients (WebSocket conversations)
     "_aiohttp_ws",  # aiohttp's ws_connect (WebSocket conversations)
+    "_lm15",  # dspy's vendored HTTP client, its default engine from 3.4
 )
 """The road modules of ``ghostrun._intercept``, in installation order."""
 
@@ -86,6 +102,43 @@ class Adapter(Protocol):
 
     def install(self) -> Restore:
         """Install the hook; return the function that restores the original."""
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """Which running code is a road's: a stack with frames of its ``packages``.
+
+    ``functions``, if given, must be among those frames' function names;
+    ``unless`` names functions that make the stack another road's (aiohttp's
+    WebSocket road opens through its HTTP road's ``_request``).
+    """
+
+    packages: tuple[str, ...]
+    functions: tuple[str, ...] = ()
+    unless: tuple[str, ...] = ()
+
+    def owns(self, stack: Sequence[tuple[str, str]]) -> bool:
+        """True if ``stack`` (module, function) pairs, innermost first, run this road."""
+        names = [name for module, name in stack if _within(module, self.packages)]
+        if not names or any(name in self.unless for name in names):
+            return False
+        return not self.functions or any(name in self.functions for name in names)
+
+
+def _within(module: str, packages: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in packages)
+
+
+@dataclass(frozen=True)
+class RoadState:
+    """One road as ``ghostrun doctor`` shows it."""
+
+    road: str
+    version: str | None
+    """The installed distribution's version; None if it is not installed."""
+    hooked: bool
+    why: str
+    """Why it is not hooked: not installed, or the `UnsupportedLibrary` message."""
 
 
 # -- the pieces every installer shares ------------------------------------------------
@@ -305,8 +358,17 @@ def _install_all() -> None:
 
 
 def _install(adapters: list[Adapter]) -> list[Restore]:
-    """Check them all, then install the ready ones; on an error none stays installed."""
-    ready = [adapter for adapter in adapters if adapter.check()]
+    """Check them all, then install the ready ones; on an error none stays installed.
+
+    One that lacks its hook is left unhooked (`_leave_unhooked`).
+    """
+    ready = []
+    for adapter in adapters:
+        try:
+            if adapter.check():
+                ready.append(adapter)
+        except UnsupportedLibrary as error:
+            _leave_unhooked(adapter, error)
     installed: list[Restore] = []
     try:
         for adapter in ready:
@@ -327,6 +389,58 @@ def _restore_all() -> None:
     _late.stop()
     _waiting.clear()
     restore_all(_restorers)
+    if unhooked:
+        unhooked.clear()
+        for _acquire, release_guard in _guards:
+            release_guard()
+
+
+unhooked: list[tuple[Adapter, UnsupportedLibrary]] = []
+"""The roads left unhooked while the roads are installed, each with why (the guard reads it)."""
+_guards: list[tuple[Callable[[], None], Callable[[], None]]] = []
+
+
+def on_unhooked(acquire_guard: Callable[[], None], release_guard: Callable[[], None]) -> None:
+    """Hold the guard (``acquire_guard``) while any road is unhooked (``ghostrun/__init__``)."""
+    _guards.append((acquire_guard, release_guard))
+
+
+def _leave_unhooked(adapter: Adapter, error: UnsupportedLibrary) -> None:
+    if not unhooked:
+        for acquire_guard, _release in _guards:
+            acquire_guard()
+    unhooked.append((adapter, error))
+
+
+def is_unhooked(road: str) -> bool:
+    """Is ``road`` (an adapter's ``road`` name) left unhooked now?"""
+    return any(getattr(adapter, "road", None) == road for adapter, _error in unhooked)
+
+
+def footprint(adapter: Adapter) -> Footprint:
+    """The adapter's `Footprint`; by default, frames of the package it waits for."""
+    found: Footprint = getattr(adapter, "footprint", None) or Footprint((adapter.waits_for,))
+    return found
+
+
+def survey() -> list[RoadState]:
+    """Every road's state in this process, checked afresh (nothing is installed)."""
+    from importlib import metadata  # only here: the doctor asks, never a session
+
+    states = []
+    for adapter in _adapters():
+        road = str(getattr(adapter, "road", adapter.waits_for))
+        distribution = str(getattr(adapter, "distribution", adapter.waits_for))
+        try:
+            version: str | None = metadata.version(distribution)
+        except metadata.PackageNotFoundError:
+            version = None
+        try:
+            hooked, why = adapter.check(), "not installed"
+        except UnsupportedLibrary as error:
+            hooked, why = False, str(error)
+        states.append(RoadState(road, version, hooked, "" if hooked else why))
+    return states
 
 
 _late = LateImports(_imported_late, _lock)

@@ -37,7 +37,7 @@ from types import ModuleType
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from .._core._exceptions import UnsupportedHttpx
+from .._core._exceptions import UnsupportedLibrary
 from .._store._cassette import Recording
 from ._engine import Exchange, Tape, is_stream, route
 from ._patch import Restore, library, replace
@@ -45,7 +45,14 @@ from ._patch import Restore, library, replace
 __all__ = ["Urllib3Adapter", "adapters"]
 
 _HOOK_ARGS = ("response_conn", "preload_content", "decode_content")
-_RESPONSE_ARGS = ("original_response", "pool", "connection", "retries", "request_method")
+_RESPONSE_ARGS = (
+    "original_response",
+    "pool",
+    "connection",
+    "retries",
+    "request_method",
+    "version_string",  # urllib3 2.3 on
+)
 _END = b"0\r\n\r\n"
 _TUNNEL = "_ghostrun_tunnel_pending"
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -61,7 +68,8 @@ def adapters() -> list[Urllib3Adapter]:
 class Urllib3Adapter:
     """Wraps ``HTTPConnectionPool._make_request``, where every urllib3 request is sent."""
 
-    waits_for = "urllib3"
+    waits_for = distribution = road = "urllib3"
+    supported = ">=2.3"
 
     def __init__(self) -> None:
         self.module: Any = None
@@ -72,10 +80,10 @@ class Urllib3Adapter:
             return False
         missing = _missing_hook(self.module)
         if missing:
-            raise UnsupportedHttpx(
+            raise UnsupportedLibrary(
                 f"urllib3 {getattr(self.module, '__version__', '?')} has no {missing}, which "
                 "ghostrun needs to intercept its requests (requests and boto3 send through "
-                "urllib3). Install urllib3 2.x: pip install 'urllib3>=2'."
+                "urllib3). Install urllib3 2.3 or later: pip install 'urllib3>=2.3'."
             )
         return True
 
@@ -101,7 +109,7 @@ def _missing_hook(urllib3: ModuleType) -> str | None:
     if response is None or not callable(getattr(response, "read_chunked", None)):
         return "HTTPResponse.read_chunked"
     if not set(_RESPONSE_ARGS) <= set(inspect.signature(response.__init__).parameters):
-        return "HTTPResponse(original_response=, pool=, connection=, retries=, ...)"
+        return "HTTPResponse(original_response=, pool=, connection=, version_string=, ...)"
     return None
 
 

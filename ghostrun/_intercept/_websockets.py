@@ -1,13 +1,17 @@
 """The ``websockets`` road (DESIGN §1): its sync and asyncio clients.
 
-Hooks: the sync client's ``websockets.sync.client.connect`` (the module
-attribute: the openai SDK imports it when it connects), and the asyncio
-client's ``connect.__await_impl__``, the one method every way of opening a
-``websockets.asyncio.client.connect`` goes through (``await``, ``async
-with``, ``async for``), subclasses included (openai's async Realtime client
-subclasses it). Code that imported the sync ``connect`` function itself
-before the session opened keeps the original: in ``replay`` the guard
-refuses its connection.
+Hooks, one per client, the one method every way of opening a connection goes
+through (``await``, ``async with``, ``async for``, ``reconnect``), subclasses
+included (openai's async Realtime client subclasses the asyncio ``connect``):
+
+- websockets 13 to 16: the sync client's ``websockets.sync.client.connect``
+  (the module attribute: the openai SDK imports it when it connects; code that
+  imported the function itself before the session opened keeps the original,
+  and in ``replay`` the guard refuses its connection), and the asyncio
+  client's ``connect.__await_impl__``;
+- websockets 17 on: the sync ``reconnect.connect`` method (``connect()``,
+  ``connect(legacy=False)`` and ``reconnect()`` all open through it) and the
+  asyncio ``connect.connect`` method (17.1 dropped ``__await_impl__``).
 
 For a provider host, `_wslink` decides. Recording wraps the real connection
 in a pass-through proxy that tapes each message sent and received and the
@@ -30,7 +34,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
-from .._core._exceptions import UnsupportedHttpx
+from .._core._exceptions import UnsupportedLibrary
 from .._store._wscassette import Close
 from ._patch import Restore, library, replace
 from ._wslink import NeedsLive, Player, Recorder, Replaying, open_link
@@ -44,13 +48,14 @@ def adapters() -> list[WebsocketsAdapter]:
 
 
 class WebsocketsAdapter:
-    """Wraps the sync ``connect`` function and the asyncio ``connect.__await_impl__``.
+    """Wraps each client's opening method: the one of `SYNC_HOOKS` and `ASYNC_HOOKS` it has.
 
     It waits for the package: every import of a client module imports it first,
     and `check` then imports both clients.
     """
 
-    waits_for = "websockets"
+    waits_for = distribution = road = "websockets"
+    supported = ">=15"
 
     def __init__(self) -> None:
         self.sync: Any = None
@@ -61,23 +66,74 @@ class WebsocketsAdapter:
             return False
         self.sync = importlib.import_module("websockets.sync.client")
         self.aio = importlib.import_module("websockets.asyncio.client")
-        if not callable(getattr(self.sync, "connect", None)) or not callable(
-            getattr(self.aio.connect, "__await_impl__", None)
-        ):
-            version = getattr(importlib.import_module("websockets"), "__version__", "?")
-            raise UnsupportedHttpx(
-                f"websockets {version} has no sync.client.connect or "
-                "asyncio.client.connect.__await_impl__, which ghostrun wraps to record its "
-                "conversations. Install websockets 13 or later: pip install 'websockets>=13'."
+        version = getattr(importlib.import_module("websockets"), "__version__", "?")
+        if _release(version) < (15,):  # before 15 its asyncio connect keeps no uri, headers
+            raise UnsupportedLibrary(
+                f"websockets {version} has no asyncio.client.connect.additional_headers, which "
+                "ghostrun reads to record its conversations. Install websockets 15 or later: "
+                "pip install 'websockets>=15'."
+            )
+        if _sync_hook(self.sync) is None or _async_hook(self.aio) is None:
+            raise UnsupportedLibrary(
+                f"websockets {version} has none of {' or '.join(SYNC_HOOKS)} in "
+                f"websockets.sync.client, or none of {' or '.join(ASYNC_HOOKS)} in "
+                "websockets.asyncio.client, which ghostrun wraps to record its conversations. "
+                "Install websockets 15 or later: pip install 'websockets>=15'."
             )
         return True
 
     def install(self) -> Restore:
-        sync, cls = self.sync, self.aio.connect
-        return replace(
-            (sync, "connect", _sync_connect(sync.connect)),
-            (cls, "__await_impl__", _await_impl(cls.__dict__["__await_impl__"])),
+        sync_owner, sync_name = _sync_hook(self.sync) or (None, "")
+        aio_owner, aio_name = _async_hook(self.aio) or (None, "")
+        sync_original = sync_owner.__dict__[sync_name]
+        aio_original = aio_owner.__dict__[aio_name]
+        sync_wrapper = (
+            _sync_connect(sync_original) if sync_owner is self.sync else _reconnect(sync_original)
         )
+        # __await_impl__ (websockets <= 16) keeps the connection on the connecter itself.
+        keeps = aio_name == "__await_impl__"
+        return replace(
+            (sync_owner, sync_name, sync_wrapper),
+            (aio_owner, aio_name, _await_impl(aio_original, keeps)),
+        )
+
+
+SYNC_HOOKS = ("reconnect.connect", "connect")
+"""The sync client's opening point, newest first: websockets 17 on, then 13 to 16."""
+ASYNC_HOOKS = ("connect.connect", "connect.__await_impl__")
+"""The asyncio client's opening point, newest first: websockets 17 on, then 13 to 16."""
+
+
+def _release(version: str) -> tuple[int, ...]:
+    """``"16.1.1"`` as ``(16, 1, 1)``; the leading numbers of a pre-release."""
+    numbers = []
+    for part in version.split("."):
+        digits = "".join(c for c in part if c.isdigit()) if part[:1].isdigit() else ""
+        if not digits:
+            break
+        numbers.append(int(digits))
+    return tuple(numbers)
+
+
+def _sync_hook(module: Any) -> tuple[Any, str] | None:
+    """Where the sync client opens a connection: ``reconnect.connect``, else ``connect``."""
+    reconnect = getattr(module, "reconnect", None)
+    if isinstance(reconnect, type) and callable(reconnect.__dict__.get("connect")):
+        return reconnect, "connect"
+    if callable(getattr(module, "connect", None)):
+        return module, "connect"
+    return None
+
+
+def _async_hook(module: Any) -> tuple[Any, str] | None:
+    """Where the asyncio client opens: ``connect.connect``, else ``connect.__await_impl__``."""
+    cls = getattr(module, "connect", None)
+    if not isinstance(cls, type):
+        return None
+    for name in ("connect", "__await_impl__"):
+        if callable(cls.__dict__.get(name)):
+            return cls, name
+    return None
 
 
 def _link(uri: str, headers: Any) -> Player | Recorder | None:
@@ -106,19 +162,38 @@ def _sync_connect(original: Callable[..., Any]) -> Callable[..., Any]:
     return connect
 
 
-def _await_impl(original: Callable[..., Any]) -> Callable[..., Any]:
+def _reconnect(original: Callable[..., Any]) -> Callable[..., Any]:
+    """websockets 17's ``reconnect.connect``: every sync connection opens through it."""
+
     @functools.wraps(original)
-    async def __await_impl__(self: Any) -> Any:
+    def connect(self: Any) -> Any:
+        link = _link(self.uri, self.additional_headers)
+        if link is None:
+            return original(self)
+        if isinstance(link, Player):
+            return SyncReplay(link, lambda: original(self))
+        return SyncTaped(original(self), link)
+
+    return connect
+
+
+def _await_impl(original: Callable[..., Any], keeps: bool) -> Callable[..., Any]:
+    """The asyncio opening method; ``keeps``: it stores the connection on the connecter."""
+
+    @functools.wraps(original)
+    async def opening(self: Any) -> Any:
         link = _link(self.uri, self.additional_headers)
         if link is None:
             return await original(self)
         if isinstance(link, Player):
-            self.connection = AsyncReplay(link, lambda: original(self))
-            return self.connection
-        self.connection = AsyncTaped(await original(self), link)
-        return self.connection
+            connection: Any = AsyncReplay(link, lambda: original(self))
+        else:
+            connection = AsyncTaped(await original(self), link)
+        if keeps:
+            self.connection = connection
+        return connection
 
-    return __await_impl__
+    return opening
 
 
 # -- messages ---------------------------------------------------------------------
@@ -194,6 +269,14 @@ class _Taped:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._live, name)
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        """The proxy's own state is private; the rest is the live connection's (websockets
+        17's ``connect`` clears the live one's ``pending_legacy_warning`` flag this way)."""
+        if name.startswith("_"):
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self._live, name, value)
+
     def _got(self, message: str | bytes, decode: bool | None) -> str | bytes:
         self._link.received(message)
         return _delivered(message, decode)
@@ -235,6 +318,7 @@ class SyncTaped(_Taped):
             self._link.closed("client", code, reason)
 
     def __enter__(self) -> SyncTaped:
+        self._live.__enter__()  # websockets 17 warns of a connection used outside a with
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -354,7 +438,7 @@ class SyncReplay(_Replay):
         try:
             self._link.send(data)
         except NeedsLive:
-            self._take_over(SyncTaped, SyncTaped.recv).send(data)
+            self._take_over(self._taped, SyncTaped.recv).send(data)
         with self._wake:
             self._wake.notify_all()
 
@@ -398,7 +482,14 @@ class SyncReplay(_Replay):
     def close_socket(self) -> None:
         self.close(1006, "")
 
+    def _taped(self, live: Any, link: Recorder) -> SyncTaped:
+        """The live connection auto takes over with: warned as this one was used (17 on)."""
+        if getattr(self, "pending_legacy_warning", True) is False:
+            live.pending_legacy_warning = False
+        return SyncTaped(live, link)
+
     def __enter__(self) -> SyncReplay:
+        self.pending_legacy_warning = False  # as websockets 17's ClientConnection.__enter__
         return self
 
     def __exit__(self, *exc_info: object) -> None:

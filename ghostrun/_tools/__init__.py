@@ -5,6 +5,8 @@
     _show         a cassette, readable
     _review       what changed in a branch's cassettes and verdicts
     _report       the review as one HTML file
+    _doctor       each road's library: version, hooked or why not
 
-May import: `_core`, `_wire`, `_secrets`, `_store`, `_recording`, `_judging`, `_assertions`.
+May import: `_core`, `_wire`, `_secrets`, `_store`, `_recording`, `_intercept`, `_judging`,
+`_assertions`.
 """

@@ -7,6 +7,7 @@
     ghostrun calibrate LABELS           how often the judge agrees with your labels
     ghostrun review [BEFORE] [AFTER]    what a prompt change did to requests, answers, verdicts
     ghostrun report [RUN]               a self-contained HTML page of a run
+    ghostrun doctor                     each road's library: its version, hooked or why not
 
 Every command takes ``--cassette-dir`` (default: ``GHOSTRUN_CASSETTE_DIR``,
 then ``.ghostrun_cache``). Exit status: 0 fine, 1 the finding the command
@@ -43,7 +44,7 @@ from .._judging import _calibrate
 from .._judging._judges import judge_from_spec
 from .._recording import _runlog
 from .._store import _inventory, _validate
-from . import _diff, _report, _review, _show
+from . import _diff, _doctor, _report, _review, _show
 
 __all__ = ["main"]
 
@@ -157,6 +158,15 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("target", metavar="KEY|PATH")
     _calibrate_command(commands, common)
     _review_commands(commands, common)
+    _command(
+        commands,
+        "doctor",
+        lambda args: _doctor.run(args, _out),
+        common,
+        "show each road ghostrun intercepts: the library's version, hooked or why not",
+        "Exit status 1 when an installed library lacks its hook (its calls to a provider "
+        "raise UnsupportedLibrary). docs/roads.md lists the supported versions.",
+    )
     return parser
 
 
