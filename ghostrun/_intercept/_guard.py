@@ -271,7 +271,7 @@ def check(host: Any, port: Any, action: str) -> None:
     else:
         return
     name, number = _text(host), _port(port)
-    if matcher(name, number):
+    if matcher(name, number) or (deck is not None and deck.hops.caused(name)):
         raise _refuse(deck, _provider_miss(deck, name, number, action))
     if block and not is_loopback(name):
         raise _refuse(deck, _blocked_miss(deck, name, number, action))

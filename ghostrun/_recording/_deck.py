@@ -52,6 +52,7 @@ from .._secrets._redact import (
 )
 from .._store._cassette import Cassette, Recording, encode_response, read_run
 from .._store._keys import canonical_body, canonical_url, match_key, split_field_paths
+from ._hops import Hops
 from ._miss import describe_miss
 
 __all__ = [
@@ -202,6 +203,7 @@ class Deck:
         self.warned_unlisted = False  # the engine's UnlistedHostWarning: once per session
         self.telemetry = UrlList(TELEMETRY_URLS + settings.ignore_urls + arguments.ignore_urls)
         self._on_close: list[Callable[[], None]] = []  # WebSocket tapes still open, to write
+        self.hops = Hops()  # the redirects handed on, and the hosts replayed ones made ours
 
     # -- entering and leaving ------------------------------------------------
 
