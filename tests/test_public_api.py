@@ -9,6 +9,7 @@ EXPECTED = {
     "CacheMiss",
     "CallableJudge",
     "CassetteError",
+    "DamagedCassette",
     "Expectation",
     "ExpectationFailed",
     "GhostrunError",
@@ -81,6 +82,7 @@ def test_error_tree() -> None:
         assert issubclass(error, ghostrun.GhostrunError)
     assert issubclass(ghostrun.GhostrunError, Exception)
     assert not issubclass(ghostrun.CacheMiss, Exception)
+    assert issubclass(ghostrun.DamagedCassette, ghostrun.CacheMiss)
     assert issubclass(ghostrun.ExpectationFailed, AssertionError)
 
 

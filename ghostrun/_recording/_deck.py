@@ -32,7 +32,7 @@ from typing import Any, NamedTuple
 from urllib.parse import parse_qsl
 
 from .._core._config import block_network_default, resolve_mode, settings
-from .._core._exceptions import CacheMiss
+from .._core._exceptions import CacheMiss, CassetteError, DamagedCassette
 from .._core._files import ensure_dir
 from .._core._hosts import PROVIDER_HOSTS, HostMatcher
 from .._core._lock import cassette_lock
@@ -277,7 +277,11 @@ class Deck:
             # Read for every request: the file is the state, so a response another
             # session appended since is seen, and the session keeps no parsed cassette.
             path = self._prefix + key + ".json"
-            found = read_run(path, self.name, self._run_of.get(key, _UNREAD))
+            try:
+                found = read_run(path, self.name, self._run_of.get(key, _UNREAD))
+            except CassetteError as exc:
+                self.trail.append((key, "missed"))
+                raise self.damaged(exc) from exc
             replies = None if found is None else found[1]
             if found is not None:
                 self._run_of[key] = found[0]
@@ -460,6 +464,10 @@ class Deck:
             "with GHOSTRUN_MODE=auto against the real provider, or keep it out of replay."
         )
         return self.book(miss)
+
+    def damaged(self, error: CassetteError) -> CacheMiss:
+        """A file read for a request is damaged: a miss (`DamagedCassette`), booked."""
+        return self.book(DamagedCassette.of(error))
 
     def book(self, miss: CacheMiss) -> CacheMiss:
         """Count a miss raised here; one the code under test swallows is raised at exit."""
