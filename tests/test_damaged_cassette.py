@@ -127,3 +127,22 @@ def test_a_swallowed_damaged_cassette_is_raised_at_session_exit(
             with contextlib.suppress(BaseException):
                 swallowed.append(call(base_url))
     assert swallowed == []
+
+
+def test_a_damaged_websocket_cassette_fails_the_connect_like_a_miss(cassette_dir: Path) -> None:
+    """websockets' own ``except Exception`` handling never sees it either."""
+    import websockets.sync.client as sync_client
+    from ws_simulator import WebSocketSimulator
+
+    with WebSocketSimulator() as ws_provider:
+        url = ws_provider.url("/echo")
+        with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=["127.0.0.1"]):
+            with sync_client.connect(url) as ws:
+                ws.send("hello")
+                ws.recv()
+    (path,) = cassette_dir.glob("*.json")
+    path.write_bytes(path.read_bytes()[:40])
+    with pytest.raises(ghostrun.DamagedCassette, match="corrupt file"):
+        with ghostrun.session(mode="replay", cassette_dir=cassette_dir, hosts=["127.0.0.1"]):
+            with contextlib.suppress(Exception), sync_client.connect(url) as ws:
+                ws.send("hello")
