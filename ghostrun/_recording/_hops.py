@@ -104,9 +104,10 @@ class Hops:
         if not self:
             return False
         name = host_name(host)
-        if name in self._caused:
-            return True
-        return any(t.host == name and (port is None or t.port == port) for t in self._pending)
+        with self._lock:  # other threads of the session may note or take meanwhile
+            if name in self._caused:
+                return True
+            return any(t.host == name and (port is None or t.port == port) for t in self._pending)
 
     def take(self, scheme: str, host: str, port: int | None) -> Hop | None:
         """The hop a request to this address is, if one is pending (once)."""
