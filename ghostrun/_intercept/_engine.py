@@ -43,6 +43,10 @@ What the engine guarantees for every road:
 - **No billed retries.** A cassette that cannot be written does not fail the
   request: the response is handed on and the error is raised when the session
   exits (``.._exceptions`` says why), so no SDK retry loop can resend it.
+- **Redirect hops** (``.._recording._hops``): the request a redirect handed on
+  causes is routed to the deck whatever its host, so in replay it is answered
+  from the cassette or is a miss; and a hop to another host or port goes
+  without the credential headers (`Exchange.foreign_credentials`).
 - **A warning** (`UnlistedHostWarning`), once per session, when a request
   that passes through because its host is not listed looks like an LLM call.
 """
