@@ -15,6 +15,7 @@ from ._core._config import configure
 from ._core._exceptions import (
     CacheMiss,
     CassetteError,
+    DamagedCassette,
     GhostrunError,
     JudgeUnavailable,
     UnlistedHostWarning,
@@ -91,6 +92,7 @@ __all__ = [
     "CacheMiss",
     "CallableJudge",
     "CassetteError",
+    "DamagedCassette",
     "Expectation",
     "ExpectationFailed",
     "GhostrunError",

@@ -20,7 +20,7 @@ from multidict import CIMultiDictProxy
 from simulator import ProviderSimulator
 
 import ghostrun
-from ghostrun import CacheMiss, CassetteError, UnsupportedHttpx
+from ghostrun import CacheMiss, UnsupportedHttpx
 
 LOOPBACK = ("127.0.0.1",)
 GEMINI_KEY = "AIza" + "SyTEST0123456789abcdefghijklmnopq"  # fake, assembled at run time
@@ -390,7 +390,7 @@ async def test_corrupt_cassette_raises_cassette_error(
         await ask()
     (path,) = cassette_dir.glob("*.json")
     path.write_text("{not json")
-    with pytest.raises(CassetteError, match=path.name):
+    with pytest.raises(ghostrun.DamagedCassette, match=path.name):
         async with ghostrun.session(cassette_dir=cassette_dir, hosts=LOOPBACK, mode="replay"):
             await ask()
 

@@ -142,7 +142,7 @@ def test_a_bad_modifier_is_a_corrupt_cassette_naming_its_file(
     data = orjson.loads(path.read_bytes())
     data["responses"][0]["body"] = body
     path.write_bytes(orjson.dumps(data))
-    with pytest.raises(ghostrun.CassetteError, match=f"corrupt cassette {path}.*{complaint}"):
+    with pytest.raises(ghostrun.DamagedCassette, match=f"corrupt cassette {path}.*{complaint}"):
         replay_raw(provider, cassette_dir)
 
 

@@ -31,7 +31,7 @@ def replay(provider: ProviderSimulator, cassette_dir: Path) -> None:
 def test_truncated_cassette_names_its_file(provider: ProviderSimulator, cassette_dir: Path) -> None:
     path = record_one(provider, cassette_dir)
     path.write_bytes(path.read_bytes()[:40])
-    with pytest.raises(ghostrun.CassetteError, match=f"corrupt file {path}"):
+    with pytest.raises(ghostrun.DamagedCassette, match=f"corrupt file {path}"):
         replay(provider, cassette_dir)
 
 
@@ -42,7 +42,7 @@ def test_unknown_format_version_names_its_file(
     data = orjson.loads(path.read_bytes())
     data["version"] = 99
     path.write_bytes(orjson.dumps(data))
-    with pytest.raises(ghostrun.CassetteError, match=f"{path} has format version 99"):
+    with pytest.raises(ghostrun.DamagedCassette, match=f"{path} has format version 99"):
         replay(provider, cassette_dir)
 
 
@@ -51,7 +51,7 @@ def test_bad_response_entry_names_its_file(provider: ProviderSimulator, cassette
     data = orjson.loads(path.read_bytes())
     data["responses"][0]["body"] = {"base64": "not base64!"}
     path.write_bytes(orjson.dumps(data))
-    with pytest.raises(ghostrun.CassetteError, match=f"corrupt cassette {path}"):
+    with pytest.raises(ghostrun.DamagedCassette, match=f"corrupt cassette {path}"):
         replay(provider, cassette_dir)
 
 

@@ -163,7 +163,7 @@ def test_a_malformed_cassette_is_named_in_replay_and_by_every_command(
     path = broken(good, tmp_path / "cassettes", shape)
     before = path.read_bytes()
     for mode in ("replay", "auto"):
-        with pytest.raises(ghostrun.CassetteError) as info:
+        with pytest.raises(ghostrun.DamagedCassette) as info:
             with ghostrun.session(mode=mode, cassette_dir=path.parent, hosts=LOOPBACK):
                 httpx.post(simulator.url("/v1/chat/completions"), json=BODY)
         assert str(path) in str(info.value) and message in str(info.value), mode
@@ -258,7 +258,7 @@ def test_a_malformed_verdict_is_named_when_grading_and_by_every_command(
         grade("t", "c", judge)
     (path,) = (cassette_dir / "judge").glob("*.json")
     path.write_bytes(orjson.dumps(shape(orjson.loads(path.read_bytes()))))
-    with pytest.raises(ghostrun.CassetteError) as info:
+    with pytest.raises(ghostrun.DamagedCassette) as info:
         with ghostrun.session(mode="auto", cassette_dir=cassette_dir):
             grade("t", "c", judge)
     assert str(path) in str(info.value) and message in str(info.value)

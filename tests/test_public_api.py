@@ -9,6 +9,7 @@ EXPECTED = {
     "CacheMiss",
     "CallableJudge",
     "CassetteError",
+    "DamagedCassette",
     "Expectation",
     "ExpectationFailed",
     "GhostrunError",
@@ -83,6 +84,7 @@ def test_error_tree() -> None:
     assert issubclass(ghostrun.GhostrunError, Exception)
     assert not issubclass(ghostrun.CacheMiss, Exception)
     assert ghostrun.UnsupportedHttpx is ghostrun.UnsupportedLibrary  # old except clauses work
+    assert issubclass(ghostrun.DamagedCassette, ghostrun.CacheMiss)
     assert issubclass(ghostrun.ExpectationFailed, AssertionError)
 
 

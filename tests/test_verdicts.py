@@ -16,7 +16,7 @@ from simulator import closed_port_url
 
 import ghostrun
 from ghostrun._core._config import settings
-from ghostrun._core._exceptions import CacheMiss, CassetteError, JudgeUnavailable
+from ghostrun._core._exceptions import CacheMiss, JudgeUnavailable
 from ghostrun._judging._judges import PROMPT_TEMPLATE_VERSION, OllamaJudge, RawVerdict
 from ghostrun._judging._verdicts import (
     VOTE_TEMPERATURE,
@@ -377,7 +377,7 @@ def test_corrupt_verdict_file_is_named(cassette_dir: Path, content: bytes, messa
     grade("t", "c", judge)
     [path] = verdict_files(cassette_dir)
     path.write_bytes(content)
-    with pytest.raises(CassetteError, match=message) as info:
+    with pytest.raises(ghostrun.DamagedCassette, match=message) as info:
         grade("t", "c", judge)
     assert str(path) in str(info.value)
 

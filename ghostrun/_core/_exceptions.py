@@ -2,6 +2,8 @@
 
     BaseException
     ├── CacheMiss              a request or verdict has no recording and may not be made
+    │   └── DamagedCassette    the cassette or verdict file a request read is damaged
+    │                          (its CassetteError is the cause)
     └── Exception
         └── GhostrunError      the base of the ordinary errors
             ├── CassetteError      a cassette or verdict file is corrupt, of an unknown
@@ -18,6 +20,14 @@ outcome exceptions do: SDKs (anthropic, groq) wrap any ``Exception`` from the
 transport in their connection error and retry it with backoff, and apps wrap
 LLM calls in ``except Exception`` fallbacks. Neither may turn a replay miss
 into a slow or silently green test.
+
+A damaged cassette or verdict file read *during* a request (truncated,
+malformed, of an unknown version) is a `DamagedCassette`, a ``CacheMiss``
+for the same reasons: the request cannot be answered from it and may not be
+sent, so it must reach the test at once, never turn into an SDK's connection
+error after its retries, nor into an app's fallback answer and a green test.
+The ordinary ``CassetteError`` is its ``__cause__`` and is what the CLI and
+every read outside a request raise.
 
 A cassette that cannot be written while recording (a read-only directory, a
 full disk, a failing ``redact=`` hook) raises its ordinary error, a
@@ -36,6 +46,7 @@ from ._public import public
 __all__ = [
     "CacheMiss",
     "CassetteError",
+    "DamagedCassette",
     "GhostrunError",
     "JudgeUnavailable",
     "UnlistedHostWarning",
@@ -78,6 +89,23 @@ class JudgeUnavailable(GhostrunError):
 @public
 class CacheMiss(BaseException):
     """A request (or judge verdict) has no recording, and the mode forbids making it."""
+
+
+@public
+class DamagedCassette(CacheMiss):
+    """A cassette or verdict file a request read is damaged; its `CassetteError` is the cause.
+
+    A ``CacheMiss`` so that no ``except Exception`` (an SDK's retry loop, an
+    app's fallback) can hide it, and the session raises it again at exit.
+    """
+
+    @classmethod
+    def of(cls, error: CassetteError) -> DamagedCassette:
+        return cls(
+            f"ghostrun: {error}\n"
+            "  The request that read it is failed like a miss, not sent instead: restore the "
+            "file from version control, or delete it and record again."
+        )
 
 
 @public

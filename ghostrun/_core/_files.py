@@ -18,6 +18,13 @@ temporary files, the lock files of `ghostrun._core._lock`, or ``runs/_last.json`
 
 Directories are created only by writes: reading never creates anything, so a
 ``replay`` session never makes a missing cassette directory.
+
+A cassette directory arrives in pull requests, so a symbolic link inside it
+is never followed for a write (DESIGN §3): a write given its cassette
+directory (``root``) refuses a path through a linked folder below it (a
+committed ``runs -> elsewhere``), and a file's own name is replaced, never
+written through (``os.replace`` and ``link`` act on the link itself). The
+cassette directory itself may be a link: that one is the user's choice.
 """
 
 from __future__ import annotations
@@ -45,6 +52,7 @@ __all__ = [
     "parse_json",
     "read_bytes",
     "read_json",
+    "refuse_links",
     "temp_owner",
     "write_atomic",
 ]
@@ -109,6 +117,8 @@ def write_atomic(
     writes a file per request.
     """
     path = os.fspath(path)
+    if root is not None:
+        refuse_links(root, path)
     tmp = _synced_temp(path, data, root, make_root)
     try:
         created = not os.path.lexists(path)
@@ -235,6 +245,8 @@ def ensure_dir(
     or a file where a directory should be, is a CassetteError saying so.
     """
     directory = os.fspath(directory)
+    if root is not None:
+        refuse_links(root, os.path.join(directory, ""))
     if os.path.isdir(directory):
         return
     top = os.fspath(root) if root is not None else directory
@@ -249,6 +261,28 @@ def ensure_dir(
         os.makedirs(directory, exist_ok=True)
     except OSError as exc:
         raise CassetteError(_cannot_create(directory, exc)) from exc
+
+
+def refuse_links(root: str | os.PathLike[str], path: str) -> None:
+    """A CassetteError if a folder between the cassette directory ``root`` and the file
+    ``path`` is a symbolic link: a write there would land wherever the link points."""
+    below = os.path.relpath(os.path.dirname(path), root)
+    if below == "." or below.startswith(os.pardir):
+        return  # directly in the cassette directory, or a place outside it the user chose
+    folder = os.fspath(root)
+    for part in below.split(os.sep):
+        folder = os.path.join(folder, part)
+        if os.path.islink(folder):
+            raise CassetteError(linked(folder, f"write {path}"))
+
+
+def linked(path: str, action: str) -> str:
+    """Why ghostrun will not ``action`` through the symbolic link ``path``."""
+    return (
+        f"cannot {action}: {path} is a symbolic link (to {os.readlink(path)}), and ghostrun "
+        "never follows a link inside a cassette directory when it writes, locks or deletes, "
+        "since a cassette directory may come from anyone's pull request. Remove the link."
+    )
 
 
 def _make_root(root: str) -> None:

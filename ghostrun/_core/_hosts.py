@@ -5,7 +5,8 @@ also matches its subdomains), a ``*`` wildcard (``bedrock-runtime.*.amazonaws.co
 or either of these with a ``:port``; an IPv6 address with a port is written in
 brackets (``[::1]:8080``). ``localhost``, ``127.0.0.1`` and ``::1`` are one host,
 in patterns and in requests alike: ``localhost:11434`` matches the ollama
-client's ``127.0.0.1:11434``.
+client's ``127.0.0.1:11434``. A host is compared as `host_name` spells it: its
+trailing dot off, an address by what it reaches (DESIGN §1).
 """
 
 from __future__ import annotations
@@ -72,10 +73,38 @@ class HostMatcher:
 
 
 def host_name(host: str) -> str:
-    """A host as matched: lower case, IPv6 brackets off, every loopback spelling one name."""
+    """A host as matched: lower case, IPv6 brackets off, every loopback spelling one name.
+
+    A name written absolute, with its trailing dot (``api.openai.com.``), is the
+    same name. An address is judged by what it reaches: an IPv4-mapped IPv6
+    address (``::ffff:127.0.0.1``, ``::ffff:7f00:1``) is its IPv4 address, and
+    the unspecified addresses (``0.0.0.0``, ``::``), which a connect sends to
+    this machine, are loopback.
+    """
     name = host.lower()
     if name.startswith("[") and name.endswith("]"):
         name = name[1:-1]
+    name = name.rstrip(".")
+    if name in _LOOPBACK_NAMES:
+        return _LOOPBACK
+    if ":" in name or name[:1].isdigit():
+        return _reached(name)
+    return name
+
+
+def _reached(name: str) -> str:
+    """An IP address as the host it reaches (`host_name`); any other text unchanged."""
+    import ipaddress  # lazily: asked once per host, matchers cache the answer
+
+    try:
+        address: ipaddress.IPv4Address | ipaddress.IPv6Address = ipaddress.ip_address(name)
+    except ValueError:
+        return name
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    if address.is_unspecified:
+        return _LOOPBACK
+    name = str(address)
     return _LOOPBACK if name in _LOOPBACK_NAMES else name
 
 

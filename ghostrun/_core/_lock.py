@@ -17,6 +17,9 @@ directory keeps no lock files. Windows: ``msvcrt.locking`` on the first byte
 of the lock file, which stays in place (Windows cannot remove a file another
 process holds open); ``ghostrun prune`` removes lock files nobody holds.
 
+A lock file that is a symbolic link (a committed one) is never followed:
+it is a `CassetteError` naming it, and nothing is created where it points.
+
 Readers never lock: files are replaced atomically (`ghostrun._core._files`), so a
 replay reads the old cassette or the new, never half of one.
 """
@@ -24,13 +27,18 @@ replay reads the old cassette or the new, never half of one.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sys
 from collections.abc import Iterator
 
-from ._files import LOCK_SUFFIX
+from ._exceptions import CassetteError
+from ._files import LOCK_SUFFIX, linked
 
 __all__ = ["cassette_lock", "is_held", "lock_path", "try_remove_stale_lock"]
+
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # a committed symlink is never opened through
 
 
 def lock_path(path: str) -> str:
@@ -43,7 +51,14 @@ def lock_path(path: str) -> str:
 def cassette_lock(path: str) -> Iterator[None]:
     """Hold the lock of the file at ``path`` (its directory must exist)."""
     where = lock_path(path)
-    fd = _acquire(where)
+    if os.path.islink(where):  # also where O_NOFOLLOW is missing (Windows)
+        raise CassetteError(linked(where, "lock " + path))
+    try:
+        fd = _acquire(where)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP or os.path.islink(where):
+            raise CassetteError(linked(where, "lock " + path)) from exc
+        raise
     try:
         yield
     finally:
@@ -57,7 +72,7 @@ def is_held(where: str) -> bool:
     what it raises when a writer has the lock.
     """
     try:
-        fd = os.open(where, _PROBE_MODE)
+        fd = os.open(where, _PROBE_MODE | _NOFOLLOW)
     except OSError:
         return False
     try:
@@ -73,7 +88,7 @@ if sys.platform == "win32":
     import msvcrt
 
     def _acquire(where: str) -> int:
-        fd = os.open(where, os.O_RDWR | os.O_CREAT, 0o666)
+        fd = os.open(where, os.O_RDWR | os.O_CREAT | _NOFOLLOW, 0o666)
         while True:
             try:
                 msvcrt.locking(fd, msvcrt.LK_LOCK, 1)  # retries for 10 s, then raises
@@ -109,7 +124,7 @@ else:
     def _acquire(where: str, blocking: bool = True) -> int:
         flags = fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB
         while True:
-            fd = os.open(where, os.O_RDWR | os.O_CREAT, 0o666)
+            fd = os.open(where, os.O_RDWR | os.O_CREAT | _NOFOLLOW, 0o666)
             try:
                 fcntl.flock(fd, flags)
                 if _still_named(fd, where):
@@ -121,7 +136,7 @@ else:
 
     def _still_named(fd: int, where: str) -> bool:
         try:
-            named = os.stat(where)
+            named = os.lstat(where)
         except FileNotFoundError:
             return False
         mine = os.fstat(fd)

@@ -187,6 +187,8 @@ class Middleware:
         recording = exchange.replay()
         if recording is not None:
             return self.kit.replayed(req, recording)
+        for name in exchange.foreign_credentials(list(req.headers.keys())):
+            req.headers.popall(name, None)  # a redirect hop to another host: not its keys
         with exchange.sending():
             live = await handler(req)
         return await self.kit.record(req, exchange, live, self.decoded)

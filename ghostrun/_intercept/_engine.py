@@ -43,6 +43,10 @@ What the engine guarantees for every road:
 - **No billed retries.** A cassette that cannot be written does not fail the
   request: the response is handed on and the error is raised when the session
   exits (``.._exceptions`` says why), so no SDK retry loop can resend it.
+- **Redirect hops** (``.._recording._hops``): the request a redirect handed on
+  causes is routed to the deck whatever its host, so in replay it is answered
+  from the cassette or is a miss; and a hop to another host or port goes
+  without the credential headers (`Exchange.foreign_credentials`).
 - **A warning** (`UnlistedHostWarning`), once per session, when a request
   that passes through because its host is not listed looks like an LLM call.
 """
@@ -61,6 +65,7 @@ from .._core._exceptions import UnlistedHostWarning
 from .._core._modes import Mode
 from .._recording._deck import Deck, RequestInfo
 from .._recording._session import bypass_interception, current_deck, passing_through
+from .._secrets._credentials import is_credential_header
 from .._store._cassette import Recording
 
 __all__ = [
@@ -106,8 +111,8 @@ def route(host: str, port: int | None, url: object = None) -> Deck | None:
     found = current_deck()
     if found is None:
         return None
-    if found.matcher(host, port):
-        return found
+    if found.matcher(host, port) or (found.hops and found.hops.expects(host, port)):
+        return found  # a listed host, or a redirect hop (``_recording._hops``)
     found.passed_through += 1
     if url is not None and not found.warned_unlisted:
         _warn_if_llm_call(found, host, port, str(url))
@@ -134,9 +139,14 @@ def _warn_if_llm_call(deck: Deck, host: str, port: int | None, url: str) -> None
 
 
 class Exchange:
-    """One intercepted request: replayed, or sent for real and recorded, or a miss."""
+    """One intercepted request: replayed, or sent for real and recorded, or a miss.
 
-    __slots__ = ("deck", "info", "telemetry")
+    A request a redirect caused (`hop`) may not carry the credentials of the
+    host its chain began at to another host: the road drops the headers
+    `foreign_credentials` names before it sends it.
+    """
+
+    __slots__ = ("deck", "hop", "info", "parts", "telemetry")
 
     def __init__(
         self,
@@ -147,6 +157,8 @@ class Exchange:
         body: bytes,
     ) -> None:
         self.deck = deck
+        self.parts = url_parts
+        self.hop = deck.hops.take(*url_parts[:3]) if deck.hops else None
         self.telemetry = deck.telemetry(url_parts[1], url_parts[2], url_parts[3])
         self.info: RequestInfo = deck.describe(method, url_parts, headers, body)
 
@@ -160,7 +172,27 @@ class Exchange:
                 self.deck.passed_through += 1
                 return None
             return EMPTY_SUCCESS
-        return self.deck.plan(self.info)
+        recording = self.deck.plan(self.info)
+        if recording is not None:
+            self._note(recording.status, recording.headers, self.deck.mode is Mode.REPLAY)
+        return recording
+
+    def foreign_credentials(self, names: Iterable[str]) -> list[str]:
+        """The credential headers among ``names`` to drop before sending: all of them on a hop
+        to another host or port than its chain began at, else none."""
+        if self.hop is None or not self.hop.foreign:
+            return []
+        return [name for name in names if is_credential_header(name)]
+
+    def _note(self, status: int, headers: Iterable[tuple[str, str]], replayed: bool) -> None:
+        """A redirect handed on: the request it causes is a hop (``_recording._hops``)."""
+        if not 300 <= status < 400:
+            return
+        for name, value in headers:
+            if name.lower() == "location":
+                chain = self.hop.origin if self.hop is not None else None
+                self.deck.hops.note(self.parts[:4], value, chain, replayed)
+                return
 
     def sending(self) -> AbstractContextManager[None]:
         """Wrap the real send in it: intercepted libraries it calls pass through."""
@@ -171,11 +203,14 @@ class Exchange:
         recording = Recording(status, hand_on_headers(headers), body)
         if not self.telemetry:
             _commit(self.deck, self.info, recording)
+        self._note(status, recording.headers, False)
         return recording
 
     def tape(self, status: int, headers: Iterable[tuple[str, str]]) -> Tape:
         """Start recording a streamed response; ``tape.headers`` are the ones to hand on."""
-        return Tape(self, status, hand_on_headers(headers))
+        handed_on = hand_on_headers(headers)
+        self._note(status, handed_on, False)
+        return Tape(self, status, handed_on)
 
 
 class Tape:

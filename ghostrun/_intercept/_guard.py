@@ -23,7 +23,9 @@ The hooks, the narrowest points every Python client goes through:
 lookup: ``create_connection``, ``http.client``, urllib3, trio's resolver
 thread), ``socket.socket.connect`` and ``connect_ex`` (every connect, an
 IP-literal address included, and asyncio's selector loops, whose
-``sock_connect`` calls ``connect``), and asyncio's ``BaseEventLoop.getaddrinfo``
+``sock_connect`` calls ``connect``), ``sendto`` and ``sendmsg`` given an
+address (TCP Fast Open connects in them: ``MSG_FASTOPEN``; UDP sends
+there), and asyncio's ``BaseEventLoop.getaddrinfo``
 (checked in the calling task's context and resolved in the executor under a
 copy of it, so the worker thread decides as the task's session would), and
 grpc's channel constructors (``grpc.insecure_channel``/``secure_channel`` and
@@ -183,6 +185,9 @@ def _patch(name: str, module: ModuleType) -> None:
             _replace(module, attr, _guard_lookup)
         for attr in ("connect", "connect_ex"):
             _replace(module.socket, attr, _guard_connect)
+        _replace(module.socket, "sendto", _guard_sendto)  # MSG_FASTOPEN connects in sendto
+        if hasattr(module.socket, "sendmsg"):
+            _replace(module.socket, "sendmsg", _guard_sendmsg)
     elif name == _ASYNCIO:
         _replace(module.BaseEventLoop, "getaddrinfo", _guard_loop_lookup)
     else:
@@ -227,6 +232,42 @@ def _guard_connect(original: Callable[..., Any]) -> Callable[..., Any]:
         return original(self, address)
 
     return connect
+
+
+def _guard_sendto(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``sendto(data[, flags], address)``: with ``MSG_FASTOPEN`` a TCP socket connects here."""
+    inet = _inet()
+
+    @functools.wraps(original)
+    def sendto(self: Any, data: Any, *args: Any) -> Any:
+        if args and self.family in inet:
+            _check_address(args[-1], "send to")
+        return original(self, data, *args)
+
+    return sendto
+
+
+def _guard_sendmsg(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``sendmsg(buffers, ancdata, flags, address)``: an address connects as ``sendto`` does."""
+    inet = _inet()
+
+    @functools.wraps(original)
+    def sendmsg(self: Any, buffers: Any, *args: Any) -> Any:
+        if len(args) >= 3 and self.family in inet:
+            _check_address(args[2], "send to")
+        return original(self, buffers, *args)
+
+    return sendmsg
+
+
+def _inet() -> frozenset[int]:
+    socket = sys.modules[_SOCKET]
+    return frozenset({socket.AF_INET, socket.AF_INET6})
+
+
+def _check_address(address: Any, action: str) -> None:
+    if isinstance(address, tuple) and len(address) in (2, 4):
+        check(address[0], address[1], action)
 
 
 def _guard_loop_lookup(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -298,7 +339,7 @@ def check(host: Any, port: Any, action: str) -> None:
     else:
         return
     name, number = _text(host), _port(port)
-    if matcher(name, number):
+    if matcher(name, number) or (deck is not None and deck.hops.caused(name)):
         raise _refuse(deck, _provider_miss(deck, name, number, action))
     if block and not is_loopback(name):
         raise _refuse(deck, _blocked_miss(deck, name, number, action))

@@ -100,6 +100,7 @@ class Transport:
         recording = exchange.replay()
         if recording is not None:
             return self.flavor.replayed(recording)
+        _drop_foreign_credentials(exchange, request)
         with exchange.sending():
             response = self.inner.handle_request(request)
         return self.flavor.record(exchange, response)
@@ -118,9 +119,16 @@ class AsyncTransport:
         recording = exchange.replay()
         if recording is not None:
             return self.flavor.replayed(recording)
+        _drop_foreign_credentials(exchange, request)
         with exchange.sending():
             response = await self.inner.handle_async_request(request)
         return await self.flavor.arecord(exchange, response)
+
+
+def _drop_foreign_credentials(exchange: Exchange, request: Any) -> None:
+    """A redirect hop to another host goes without the first host's credentials."""
+    for name in exchange.foreign_credentials(list(request.headers.keys())):
+        del request.headers[name]
 
 
 def _describe(request: Any) -> tuple[str, tuple[str, str, int | None, str, str], _HeaderPairs]:

@@ -144,11 +144,21 @@ def _hook(
         recording = exchange.replay()
         if recording is not None:
             return reply.replayed(recording)
+        headers = _without(exchange, self.headers if headers is None else headers)
         with exchange.sending():
             live = send(self, conn, method, url, data, headers, **_unloaded(kw))
         return reply.recorded(exchange, live)
 
     return _make_request
+
+
+def _without(exchange: Exchange, headers: Any) -> Any:
+    """The headers to send: a redirect hop to another host goes without the first's keys."""
+    foreign = exchange.foreign_credentials(_text(name) for name in headers)
+    if not foreign:
+        return headers
+    drop = {name.lower() for name in foreign}
+    return {name: value for name, value in headers.items() if _text(name).lower() not in drop}
 
 
 def _defer_tunnel(pool: Any, conn: Any) -> None:

@@ -154,7 +154,10 @@ class Player:
     def _load(self, key: str) -> list[Conversation]:
         """The conversations of one cassette with this URL ([] for another URL's)."""
         if key not in self.loaded:
-            found = read_conversations(self.deck.cassette_dir / f"{key}.json")
+            try:
+                found = read_conversations(self.deck.cassette_dir / f"{key}.json")
+            except CassetteError as exc:  # raised in the client's connect: a miss's treatment
+                raise self.deck.damaged(exc) from exc
             self.loaded[key] = found if found and found[0].url == self.url else []
         return self.loaded[key]
 

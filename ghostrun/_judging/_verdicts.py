@@ -28,7 +28,7 @@ from typing import Any
 import orjson
 
 from .._core._config import resolve_mode, settings
-from .._core._exceptions import CacheMiss, JudgeUnavailable
+from .._core._exceptions import CacheMiss, CassetteError, DamagedCassette, JudgeUnavailable
 from .._core._files import dump_json, write_atomic
 from .._core._modes import Mode
 from .._core._public import public
@@ -236,7 +236,10 @@ def _prepare(text: str, criterion: str, judge: Any, context: _Context) -> _Job:
     )
     cached = None
     if context.mode is not Mode.RECORD:
-        record = _validate.load(path, "verdict")
+        try:
+            record = _validate.load(path, "verdict")
+        except CassetteError as exc:  # a damaged verdict file fails the test like a miss
+            raise _book(context.session, DamagedCassette.of(exc)) from exc
         cached = None if record is None else _from_record(record)
         if cached is None and context.mode is Mode.REPLAY:
             _runlog.verdict_in_test(key, context.cassette_dir, "missed")

@@ -32,7 +32,7 @@ from typing import Any, NamedTuple
 from urllib.parse import parse_qsl
 
 from .._core._config import block_network_default, resolve_mode, settings
-from .._core._exceptions import CacheMiss
+from .._core._exceptions import CacheMiss, CassetteError, DamagedCassette
 from .._core._files import ensure_dir
 from .._core._hosts import PROVIDER_HOSTS, HostMatcher
 from .._core._lock import cassette_lock
@@ -52,6 +52,7 @@ from .._secrets._redact import (
 )
 from .._store._cassette import Cassette, Recording, encode_response, read_run
 from .._store._keys import canonical_body, canonical_url, match_key, split_field_paths
+from ._hops import Hops
 from ._miss import describe_miss
 
 __all__ = [
@@ -203,6 +204,7 @@ class Deck:
         ignored = settings.resolve_ignore_urls() + arguments.ignore_urls
         self.telemetry = UrlList(TELEMETRY_URLS + ignored)
         self._on_close: list[Callable[[], None]] = []  # WebSocket tapes still open, to write
+        self.hops = Hops()  # the redirects handed on, and the hosts replayed ones made ours
 
     # -- entering and leaving ------------------------------------------------
 
@@ -276,7 +278,11 @@ class Deck:
             # Read for every request: the file is the state, so a response another
             # session appended since is seen, and the session keeps no parsed cassette.
             path = self._prefix + key + ".json"
-            found = read_run(path, self.name, self._run_of.get(key, _UNREAD))
+            try:
+                found = read_run(path, self.name, self._run_of.get(key, _UNREAD))
+            except CassetteError as exc:
+                self.trail.append((key, "missed"))
+                raise self.damaged(exc) from exc
             replies = None if found is None else found[1]
             if found is not None:
                 self._run_of[key] = found[0]
@@ -459,6 +465,10 @@ class Deck:
             "with GHOSTRUN_MODE=auto against the real provider, or keep it out of replay."
         )
         return self.book(miss)
+
+    def damaged(self, error: CassetteError) -> CacheMiss:
+        """A file read for a request is damaged: a miss (`DamagedCassette`), booked."""
+        return self.book(DamagedCassette.of(error))
 
     def book(self, miss: CacheMiss) -> CacheMiss:
         """Count a miss raised here; one the code under test swallows is raised at exit."""

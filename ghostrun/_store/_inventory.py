@@ -7,6 +7,9 @@ JSON file (a ``user_config.json``) is foreign: listed as skipped, never
 deleted. Leftovers are ghostrun's own temporary files whose writer is gone
 (killed mid-write: its process no longer runs, or the file is older than
 `TEMP_MAX_AGE`) and lock files nobody holds; ``prune`` removes them.
+A symbolic link (a file, or the ``judge`` or ``runs`` folder) is listed in
+`Inventory.links` and never read, followed or deleted: a cassette directory
+may come from anyone's pull request.
 
 `partial_run` says why the last run looks partial (it was narrowed with
 ``-k``, ``--lf`` or test paths, or ran fewer tests than the run before), since
@@ -44,6 +47,7 @@ class Inventory:
     verdicts: list[Path] = field(default_factory=list)
     foreign: list[Path] = field(default_factory=list)
     leftovers: list[Path] = field(default_factory=list)
+    links: list[Path] = field(default_factory=list)  # symbolic links: never followed
 
 
 def take(directory: Path) -> Inventory:
@@ -54,11 +58,12 @@ def take(directory: Path) -> Inventory:
         (directory / "judge", "verdict", found.verdicts),
     ]
     for folder, kind, into in kinds:
-        for path in _files(folder):
+        for path in _files(folder, found.links):
             if path.suffix == ".json" and not path.name.startswith("."):
                 _sort(path, kind, into, found.foreign)
     for folder in (directory, directory / "judge", directory / "runs"):
         found.leftovers += [path for path in _files(folder) if _is_leftover(path)]
+    found.links = sorted(set(found.links))
     return found
 
 
@@ -70,10 +75,23 @@ def _sort(path: Path, kind: _validate.Kind, into: list[Path], foreign: list[Path
     into.append(path)
 
 
-def _files(folder: Path) -> list[Path]:
+def _files(folder: Path, links: list[Path] | None = None) -> list[Path]:
+    """The regular files of ``folder``; its symbolic links go to ``links`` (a linked folder
+    too): never read, followed or deleted."""
+    if folder.is_symlink():
+        if links is not None:
+            links.append(folder)
+        return []
     if not folder.is_dir():
         return []
-    return sorted(path for path in folder.iterdir() if path.is_file() or path.is_symlink())
+    files = []
+    for path in sorted(folder.iterdir()):
+        if path.is_symlink():
+            if links is not None:
+                links.append(path)
+        elif path.is_file():
+            files.append(path)
+    return files
 
 
 def _is_leftover(path: Path) -> bool:

@@ -45,7 +45,7 @@ _SORTED_COMPACT = orjson.OPT_SORT_KEYS
 def canonical_url(scheme: str, host: str, port: int | None, path: str, query: str) -> str:
     """Scheme, host, port (when not the default), path and sorted query without credentials."""
     scheme = scheme.lower()
-    netloc = host.lower()
+    netloc = host.lower().rstrip(".")  # api.openai.com. is api.openai.com
     if ":" in netloc and not netloc.startswith("["):
         netloc = f"[{netloc}]"
     if port is not None and port != _DEFAULT_PORTS.get(scheme):

@@ -378,6 +378,13 @@ def _list_unused(found: _Unused, directory: Path) -> None:
         )
         for path in found.inventory.foreign:
             _out(f"  {path.relative_to(directory)}")
+    if found.inventory.links:
+        _out(
+            f"\n{plural(len(found.inventory.links), 'symbolic link')} skipped (ghostrun never "
+            "follows or deletes a link inside a cassette directory; remove them yourself):"
+        )
+        for path in found.inventory.links:
+            _out(f"  {path.relative_to(directory)}")
 
 
 def _describe_cassette(path: Path) -> str:
@@ -665,7 +672,8 @@ def _run_report(args: argparse.Namespace) -> int:
     base = _runlog.load_run(_run_path(runs, args.base)) if args.base else None
     cassettes = _review.state_from_dir(directory).cassettes
     output: Path = args.output or runs / "report.html"
-    write_atomic(output, _report.render_report(run, cassettes, base).encode("utf-8"))
+    root = None if args.output else directory  # runs/ may not be a link: refused
+    write_atomic(output, _report.render_report(run, cassettes, base).encode("utf-8"), root=root)
     print(f"wrote {output}", file=sys.stderr)
     return 0
 
