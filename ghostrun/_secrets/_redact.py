@@ -119,10 +119,9 @@ _RESPONSE_HEADERS = frozenset(
         # Redirects replay as they happened live (credentials in them are masked).
         "location",
         "content-location",
-        # The connection as the provider described it: harmless without one.
-        "connection",
-        "keep-alive",
-        "alt-svc",  # protocols the host also speaks (h3)
+        # Protocols the host also speaks (h3). Hop-by-hop headers (connection, keep-alive)
+        # describe a connection replay never makes: never kept (`_store._limits`).
+        "alt-svc",
         # Security policy for browsers: the same for every client.
         "strict-transport-security",
         "content-security-policy",

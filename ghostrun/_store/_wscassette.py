@@ -183,6 +183,11 @@ def _check_event(event: Any, index: int) -> None:
     if side == "close":
         if not isinstance(body, dict) or body.get("by") not in ("client", "server"):
             raise ValueError(f'frames[{index}].close needs "by": "client" or "server"')
+        code, reason = body.get("code"), body.get("reason") or ""
+        if code is not None and (type(code) is not int or not 1000 <= code <= 4999):
+            raise ValueError(f"frames[{index}].close.code: expected null or 1000..4999")
+        if not isinstance(reason, str) or len(reason.encode("utf-8", "replace")) > 123:
+            raise ValueError(f"frames[{index}].close.reason: expected at most 123 bytes of text")
     elif side in ("client", "server"):
         try:
             decode_frame(body)
