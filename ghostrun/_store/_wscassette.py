@@ -61,9 +61,10 @@ import orjson
 
 from .._core._files import parse_json
 from .._secrets._credentials import MINTED_SHAPES
-from .._secrets._mask import patterns
+from .._secrets._mask import mask_text, patterns
 from .._secrets._redact import (
     MASK,
+    SUBPROTOCOLS,
     collect_secrets,
     entry_secrets,
     keep_request_header,
@@ -370,6 +371,8 @@ def redact_conversation(
     (``ek_…``, ``client_secret.value``) in server frames too.
     """
     pairs = list(headers)
+    if conversation.subprotocol is not None:  # the one the server chose, offered or not
+        pairs.append((SUBPROTOCOLS, conversation.subprotocol))
     secrets = secrets_of(pairs, query, conversation.events)
     kept = {k.lower(): v for k, v in pairs if keep_request_header(k)}
     answered = {
@@ -382,10 +385,13 @@ def redact_conversation(
         {"request": {"url": conversation.url, "headers": kept}, "response": {"headers": answered}},
         secrets,
     )
+    subprotocol = conversation.subprotocol
+    if subprotocol is not None:
+        subprotocol = mask_shapes(mask_text(subprotocol, patterns(secrets)))
     return Conversation(
         handshake["request"]["url"],
         handshake["request"]["headers"],
-        conversation.subprotocol,
+        subprotocol,
         handshake["response"]["headers"],
         events,
     )
