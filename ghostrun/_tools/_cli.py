@@ -42,6 +42,7 @@ from .._judging._judges import judge_from_spec
 from .._recording import _runlog
 from .._store import _inventory, _validate
 from . import _diff, _report, _review, _show
+from . import _safe_text as safe
 
 __all__ = ["main"]
 
@@ -179,6 +180,8 @@ _ASCII_STAND_INS = str.maketrans({"\u2192": "->", "\u00b7": "-", "\u2026": "..."
 
 
 def _out(text: str) -> None:
+    """Text for a person: no control character from a cassette reaches the terminal."""
+    text = safe.terminal(text)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
 
