@@ -159,7 +159,7 @@ def test_a_header_sent_twice_is_checked_value_by_value(
         document["responses"][0]["headers"]["x-note"] = ["fine", "bad\r\nset-cookie: a=b"]
 
     path = planted(good, tmp_path / "c", edit)
-    with pytest.raises(ghostrun.CassetteError, match="x-note: a header value may not hold a line"):
+    with pytest.raises(ghostrun.CassetteError, match="x-note: a header value is visible ASCII"):
         replay("httpx", simulator.url("/v1/chat/completions"), path.parent)
 
 
@@ -190,6 +190,25 @@ def test_recording_keeps_no_hop_by_hop_header_so_its_own_files_replay(
     headers = json.loads(path.read_text())["responses"][0]["headers"]
     assert not {"connection", "keep-alive"} & set(headers)
     assert replay("httpx", simulator.url("/v1/chat/completions"), tmp_path)
+
+
+@pytest.mark.parametrize(
+    "location",
+    ["file:///etc/passwd", "javascript:alert(1)", "http:foo", "https://", "http://a b/x"],
+)
+@pytest.mark.parametrize("client", CLIENTS)
+def test_a_redirect_anywhere_but_an_http_url_is_refused(
+    location: str, client: str, simulator: ProviderSimulator, good: Path, tmp_path: Path
+) -> None:
+    """Each of these made a client raise its own error, or look up the host ``a b``."""
+
+    def edit(document: dict[str, Any]) -> None:
+        document["responses"][0].update(status=302)
+        document["responses"][0]["headers"]["location"] = location
+
+    path = planted(good, tmp_path / "c", edit)
+    with pytest.raises(ghostrun.CassetteError, match=r"headers\.location: a redirect goes to"):
+        replay(client, simulator.url("/v1/chat/completions"), path.parent)
 
 
 # -- limits ----------------------------------------------------------------------------------

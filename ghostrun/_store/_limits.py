@@ -20,6 +20,7 @@ import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 __all__ = [
     "FORBIDDEN_HEADERS",
@@ -48,9 +49,14 @@ FORBIDDEN_HEADERS: Mapping[str, str] = {
 FORBIDDEN_PREFIXES: Mapping[str, str] = {
     "proxy-": "hop-by-hop: proxy headers are for a proxy replay never talks to",
 }
-# An HTTP header name is a token (RFC 9110 5.1); a value has no line break or NUL.
+# An HTTP header name is a token (RFC 9110 5.1); a value is visible ASCII, spaces and tabs
+# (no line break, control or non-ASCII character: httpx encodes values as ASCII).
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-_BAD_VALUE = re.compile(r"[\r\n\x00]")
+_BAD_VALUE = re.compile(r"[^\t\x20-\x7e]")
+# A redirect goes to an http(s) URL or a path: any other scheme is not a provider's answer.
+_URL_HEADERS = frozenset({"location", "content-location"})
+_SCHEME = re.compile(r"\s*[A-Za-z][A-Za-z0-9+.\-]*:")
+_HTTP = re.compile(r"\s*https?://[^/?#\s]", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +76,8 @@ LIMITS: Mapping[str, Limit] = {
     "chunks": Limit(100_000, "chunks of one streamed body"),
     "conversations": Limit(1_000, "conversations in one WebSocket cassette"),
     "frames": Limit(100_000, "frames of one WebSocket conversation"),
-    "headers": Limit(256, "headers of one response (or handshake)"),
+    # http.client (requests, urllib3) refuses more than 100 header lines; replay adds some.
+    "headers": Limit(80, "header values of one response (or handshake)"),
     "header_name": Limit(256, "length of one header name", "characters"),
     "header_value": Limit(16 * 1024, "length of one header value", "characters"),
 }
@@ -100,7 +107,23 @@ def header_problem(name: str, value: str) -> str | None:
     if len(value) > LIMITS["header_value"].value:
         return limit_message("header_value", len(value))
     if _BAD_VALUE.search(value):
-        return "a header value may not hold a line break or NUL"
+        return "a header value is visible ASCII, spaces and tabs (no line break, no control)"
+    return _url_problem(value) if name.lower() in _URL_HEADERS else None
+
+
+def _url_problem(value: str) -> str | None:
+    """Why a ``location`` is not an http(s) URL or a reference to one, or None."""
+    if _SCHEME.match(value) and not _HTTP.match(value):
+        return "a redirect goes to an http or https URL, or a path, never another scheme"
+    try:
+        parts = urlsplit(value.strip())
+        port = parts.port
+    except ValueError as exc:
+        return f"a redirect goes to a well-formed URL ({exc})"
+    if any(char.isspace() for char in value.strip()) or (parts.netloc and not parts.hostname):
+        return "a redirect goes to a well-formed URL (a host, and no space inside)"
+    if port == 0:
+        return "a redirect goes to a well-formed URL (port 0)"
     return None
 
 
