@@ -211,6 +211,16 @@ def test_a_redirect_anywhere_but_an_http_url_is_refused(
         replay(client, simulator.url("/v1/chat/completions"), path.parent)
 
 
+def test_an_error_naming_a_hostile_field_prints_no_escape_sequence(
+    simulator: ProviderSimulator, good: Path, tmp_path: Path
+) -> None:
+    """The field's name comes from the file: the message shows its ESC as ``\\x1b``."""
+    path = planted(good, tmp_path / "c", response_headers(**{"\x1b]52;c;aGk=\x07": "v"}))
+    with pytest.raises(ghostrun.CassetteError) as info:
+        replay("httpx", simulator.url("/v1/chat/completions"), path.parent)
+    assert "\x1b" not in str(info.value) and "headers.\\x1b]52;c;aGk=\\x07:" in str(info.value)
+
+
 # -- limits ----------------------------------------------------------------------------------
 
 

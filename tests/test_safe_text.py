@@ -20,9 +20,9 @@ from markdown_it import MarkdownIt
 from simulator import ProviderSimulator
 
 import ghostrun
+from ghostrun._core import _safe_text as safe
 from ghostrun._recording import _runlog
 from ghostrun._tools import _cli
-from ghostrun._tools import _safe_text as safe
 
 LOOPBACK = ("127.0.0.1",)
 TRAP = "http://127.0.0.1:9"  # a refusing port: nothing may ever fetch it

@@ -34,6 +34,7 @@ import orjson
 
 from .._core._exceptions import CassetteError
 from .._core._files import read_bytes
+from .._core._safe_text import terminal
 from .._wire._bodies import JSON_FORMATS, STREAM_KINDS
 from .._wire._eventstream import decode_chunks
 from ._limits import LIMITS, header_problem, json_depth, limit_message
@@ -78,6 +79,7 @@ class Invalid(Exception):
     """A field that breaks its file's schema: where (as the file spells it) and why."""
 
     def __init__(self, where: str, problem: str) -> None:
+        where = terminal(where)  # a field's name comes from the file: no escape sequence in it
         super().__init__(f"{where}: {problem}" if where else problem)
         self.where, self.problem = where, problem
 

@@ -5,7 +5,6 @@
     _show         a cassette, readable
     _review       what changed in a branch's cassettes and verdicts
     _report       the review as one HTML file
-    _safe_text    untrusted text quoted for a terminal or Markdown, one rule each
 
 May import: `_core`, `_wire`, `_secrets`, `_store`, `_recording`, `_judging`, `_assertions`.
 """

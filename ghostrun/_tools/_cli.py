@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._core import _safe_text as safe
 from .._core._config import settings
 from .._core._exceptions import CacheMiss, CassetteError, JudgeUnavailable
 from .._core._files import read_json, write_atomic
@@ -42,7 +43,6 @@ from .._judging._judges import judge_from_spec
 from .._recording import _runlog
 from .._store import _inventory, _validate
 from . import _diff, _report, _review, _show
-from . import _safe_text as safe
 
 __all__ = ["main"]
 

@@ -26,8 +26,8 @@ from typing import Any
 
 import orjson
 
+from .._core import _safe_text as safe
 from .._core._words import plural
-from . import _safe_text as safe
 
 __all__ = ["STATUSES", "AssertionChange", "Drift", "RunDiff", "compare", "render"]
 

@@ -15,11 +15,11 @@ from typing import Any
 import orjson
 
 from .._assertions._extract import extract_text
+from .._core import _safe_text as safe
 from .._core._files import parse_json
 from .._core._words import plural
 from .._store._validate import Kind
 from .._wire._bodies import MODIFIERS
-from . import _safe_text as safe
 
 __all__ = ["kind_of", "raw", "render_file", "stream_text"]
 
