@@ -14,9 +14,16 @@ from dataclasses import dataclass
 
 from simulator import RawReply
 
-# Headers a cassette must drop (DESIGN §4): cookies, account and project ids.
+# Headers a cassette must drop (DESIGN §4): cookies, account and project ids, and the
+# hop-by-hop headers that describe a connection replay never makes (DESIGN §3).
 DROPPED = frozenset(
-    {"set-cookie", "openai-organization", "openai-project", "anthropic-organization-id"}
+    {
+        "set-cookie",
+        "openai-organization",
+        "openai-project",
+        "anthropic-organization-id",
+        "connection",
+    }
 )
 
 OPENAI_HEADERS = [

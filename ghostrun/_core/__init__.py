@@ -10,6 +10,7 @@
     _files        atomic writes, JSON in and out, temp and lock file names
     _lock         one cassette's cross-process lock
     _words        counting things in a message (``2 tests``)
+    _safe_text    untrusted text quoted for a terminal or Markdown, one rule each
     _version      the version
     _public       public names report ``ghostrun`` as their module
 

@@ -27,6 +27,7 @@ from typing import Any
 
 from .._core._exceptions import UnsupportedLibrary
 from .._recording._session import bypass_interception
+from .._secrets._redact import SUBPROTOCOLS
 from .._store._wscassette import Close
 from ._patch import Footprint, Restore, library, replace
 from ._wslink import NeedsLive, Player, Recorder, Replaying, open_link
@@ -104,6 +105,8 @@ def _link(session: Any, url: Any, kwargs: dict[str, Any]) -> Player | Recorder |
     for auth in (kwargs.get("auth"), session.auth, BasicAuth.from_url(target)):
         if auth is not None:
             pairs.append(("authorization", auth.encode()))
+    if kwargs.get("protocols"):  # a key may be offered as one (``openai-insecure-api-key.``)
+        pairs.append((SUBPROTOCOLS, ", ".join(map(str, kwargs["protocols"]))))
     return open_link(
         target.scheme,
         target.host or "",

@@ -35,6 +35,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 from .._core._exceptions import UnsupportedLibrary
+from .._secrets._redact import SUBPROTOCOLS
 from .._store._wscassette import Close
 from ._patch import Restore, library, replace
 from ._wslink import NeedsLive, Player, Recorder, Replaying, open_link
@@ -136,7 +137,7 @@ def _async_hook(module: Any) -> tuple[Any, str] | None:
     return None
 
 
-def _link(uri: str, headers: Any) -> Player | Recorder | None:
+def _link(uri: str, headers: Any, subprotocols: Any = None) -> Player | Recorder | None:
     from websockets.datastructures import Headers
     from websockets.headers import build_authorization_basic
     from websockets.uri import parse_uri
@@ -145,6 +146,8 @@ def _link(uri: str, headers: Any) -> Player | Recorder | None:
     pairs = list(Headers(headers).raw_items()) if headers is not None else []
     if parsed.user_info is not None:  # websockets sends the URI's user:password as Basic auth
         pairs.append(("authorization", build_authorization_basic(*parsed.user_info)))
+    if subprotocols:  # a key may be offered as one (``openai-insecure-api-key.<key>``)
+        pairs.append((SUBPROTOCOLS, ", ".join(map(str, subprotocols))))
     scheme = "wss" if parsed.secure else "ws"
     return open_link(scheme, parsed.host, parsed.port, parsed.path, parsed.query, pairs)
 
@@ -152,7 +155,7 @@ def _link(uri: str, headers: Any) -> Player | Recorder | None:
 def _sync_connect(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def connect(uri: str, **kwargs: Any) -> Any:
-        link = _link(uri, kwargs.get("additional_headers"))
+        link = _link(uri, kwargs.get("additional_headers"), kwargs.get("subprotocols"))
         if link is None:
             return original(uri, **kwargs)
         if isinstance(link, Player):
@@ -167,7 +170,8 @@ def _reconnect(original: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(original)
     def connect(self: Any) -> Any:
-        link = _link(self.uri, self.additional_headers)
+        offered = (getattr(self, "protocol_kwargs", None) or {}).get("subprotocols")
+        link = _link(self.uri, self.additional_headers, offered)
         if link is None:
             return original(self)
         if isinstance(link, Player):
@@ -182,7 +186,7 @@ def _await_impl(original: Callable[..., Any], keeps: bool) -> Callable[..., Any]
 
     @functools.wraps(original)
     async def opening(self: Any) -> Any:
-        link = _link(self.uri, self.additional_headers)
+        link = _link(self.uri, self.additional_headers, _offered(self))
         if link is None:
             return await original(self)
         if isinstance(link, Player):
@@ -194,6 +198,20 @@ def _await_impl(original: Callable[..., Any], keeps: bool) -> Callable[..., Any]
         return connection
 
     return opening
+
+
+def _offered(connecter: Any) -> Any:
+    """The subprotocols an asyncio ``connect`` offers: its ``__init__`` keeps them only in
+    the closure of the protocol factory it builds (websockets 13 to 17), so they are read
+    from there; None when a version keeps them elsewhere (the chosen one is still masked)."""
+    factory = getattr(connecter, "protocol_factory", None) or getattr(connecter, "factory", None)
+    code = getattr(factory, "__code__", None)
+    cells = getattr(factory, "__closure__", None) or ()
+    names = code.co_freevars if code is not None else ()
+    for name, cell in zip(names, cells, strict=False):
+        if name == "subprotocols":
+            return cell.cell_contents
+    return None
 
 
 # -- messages ---------------------------------------------------------------------

@@ -27,6 +27,7 @@ deck (``.._recording._deck``) keeps the counts and the per-key cursors.
 
 from __future__ import annotations
 
+import copy
 import difflib
 import os
 import threading
@@ -40,6 +41,7 @@ from .._core._files import dump_json, ensure_dir, write_atomic
 from .._core._lock import cassette_lock
 from .._core._modes import Mode
 from .._recording._deck import Deck
+from .._secrets._redact import learn_hook_edits
 from .._store import _validate
 from .._store._keys import canonical_url
 from .._store._render import render_body
@@ -49,6 +51,7 @@ from .._store._wscassette import (
     Frame,
     Script,
     conversation_key,
+    decode_frame,
     document,
     encode_frame,
     frame_diff,
@@ -125,6 +128,36 @@ def _no_recording(deck: Deck, url: str) -> CacheMiss:
     )
 
 
+def hooked(deck: Deck, url: str, event: dict[str, Any], secrets: frozenset[str]) -> dict[str, Any]:
+    """One frame as the session's ``redact=`` hook leaves it (DESIGN §4: the hook applies to
+    every file ghostrun writes). The hook sees a frame as it sees an HTTP exchange: a client
+    frame as the request's body, a server frame as the response's. What it changes is learnt
+    for the run log, and no secret it puts back is kept."""
+    redact = deck.arguments.redact
+    side = "client" if "client" in event else "server" if "server" in event else None
+    if redact is None or side is None:
+        return event
+    part = "request" if side == "client" else "response"
+    entry: dict[str, Any] = {
+        "request": {"method": "WEBSOCKET", "url": url, "headers": {}},
+        "response": {"status": 101, "headers": {}},
+    }
+    entry[part]["body"] = event[side]
+    before = copy.deepcopy(entry)
+    result = redact(entry)
+    entry = entry if result is None else result
+    learn_hook_edits(before, entry, deck.hook_edits)
+    frame = entry.get(part, {}).get("body") if isinstance(entry, dict) else None
+    try:
+        decode_frame(frame)
+    except (TypeError, ValueError) as exc:
+        raise CassetteError(
+            f"the redact hook left a WebSocket {side} frame that is not a frame ({exc}): "
+            f'keep {part}["body"] a dict with one of json, text, binary_json, base64'
+        ) from None
+    return redact_event({side: frame}, secrets)
+
+
 class Player:
     """Plays a recorded conversation back; the adapter turns its answers into the library's."""
 
@@ -192,8 +225,10 @@ class Player:
 
     def send(self, data: str | bytes) -> None:
         """Check a client frame against the recording; `CacheMiss` with a diff if it differs."""
-        # Compared as it would be stored: the recording holds only masked credentials.
-        frame = redact_event({"client": encode_frame(data)}, self.secrets)["client"]
+        # Compared as it would be stored: the recording holds only masked credentials, and
+        # what the session's redact= hook left of each frame.
+        event = redact_event({"client": encode_frame(data)}, self.secrets)
+        frame = hooked(self.deck, self.url, event, self.secrets)["client"]
         with self.lock:
             if self.script is None:
                 self.script = self._choose(frame)  # NeedsLive in auto when none matches
@@ -365,6 +400,10 @@ class Recorder:
             self.done = True
             conversation = redact_conversation(self.conversation, self.headers, self.query)
         deck = self.deck
+        secrets = secrets_of(self.headers, self.query)
+        conversation.events = [
+            hooked(deck, conversation.url, e, secrets) for e in conversation.events
+        ]
         # Keyed as it is stored, so that replay, which compares masked frames, finds it.
         key = conversation_key(conversation.url, conversation.first_client_frame(), deck.ignore)
         deck.next_index(key)

@@ -19,7 +19,7 @@ import contextvars
 import hashlib
 import os
 import unittest
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +34,7 @@ from .._core._modes import Mode
 from .._core._public import public
 from .._recording import _runlog, _session
 from .._recording._deck import Deck
-from .._secrets._redact import scrub_text
+from .._secrets._redact import scrub_text as _scrub
 from .._store import _validate
 from ._judges import (
     PROMPT_TEMPLATE_VERSION,
@@ -123,8 +123,18 @@ def _record(
     verdict: Verdict,
     plan: Sequence[_Draw],
     draws: Sequence[RawVerdict],
+    edits: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The verdict file's content: everything a reviewer needs to judge the judge."""
+    """The verdict file's content: everything a reviewer needs to judge the judge.
+
+    Scrubbed like a run log: of every credential seen, and of what the session's
+    ``redact=`` hook changed in its cassettes (``edits``), so a verdict never shows
+    what the cassette it grades does not.
+    """
+
+    def scrub_text(text: str) -> str:
+        return _scrub(text, edits=edits)
+
     return {
         "version": VERDICT_FORMAT_VERSION,
         "key": key,
@@ -245,7 +255,8 @@ def _prepare(text: str, criterion: str, judge: Any, context: _Context) -> _Job:
             _runlog.verdict_in_test(key, context.cassette_dir, "missed")
             if _skip_when_unavailable():
                 raise _replay_skip(resolved, criterion, path)
-            raise _book(context.session, _miss(resolved, text, criterion, path))
+            miss = _miss(resolved, text, criterion, path, _edits(context))
+            raise _book(context.session, miss)
     if cached is not None:
         _runlog.verdict_in_test(key, context.cassette_dir, "cached")
     return _Job(resolved, text, criterion, key, path, context, cached)
@@ -255,16 +266,26 @@ def _finish(job: _Job, draws: Sequence[RawVerdict]) -> Verdict:
     """Tally the draws, store the verdict atomically, and return it."""
     plan = draw_plan(job.judge.votes)
     verdict = tally(draws, job.judge.identity)
-    record = _record(job.key, job.text, job.criterion, verdict, plan, draws)
+    edits = job.context.session.hook_edits if job.context.session is not None else None
+    record = _record(job.key, job.text, job.criterion, verdict, plan, draws, edits)
     write_atomic(job.path, dump_json(record), root=job.context.cassette_dir)
     _runlog.verdict_in_test(job.key, job.context.cassette_dir, "graded")
     return verdict
 
 
-def _miss(judge: Judge, text: str, criterion: str, path: Path) -> CacheMiss:
+def _edits(context: _Context) -> Mapping[str, str] | None:
+    return context.session.hook_edits if context.session is not None else None
+
+
+def _miss(
+    judge: Judge, text: str, criterion: str, path: Path, edits: Mapping[str, str] | None = None
+) -> CacheMiss:
+    """The miss, its criterion and text scrubbed as a verdict file is (a criterion may
+    name a key: ``does not reveal sk-proj-…``)."""
     setup = getattr(judge, "setup_commands", ())
     running = f" (`{'`, `'.join(setup)}`)" if setup else ""
     preview = text if len(text) <= 200 else text[:200] + "…"
+    criterion, preview = _scrub(criterion, edits=edits), _scrub(preview, edits=edits)
     return CacheMiss(
         f"no cached verdict for criterion {criterion!r} from judge {judge.identity} "
         f"(votes={judge.votes}), and replay mode never calls the judge.\n"
@@ -297,7 +318,7 @@ def _skip_when_unavailable() -> bool:
 def _replay_skip(judge: Judge, criterion: str, path: Path) -> unittest.SkipTest:
     """Replay never calls the judge: with the skip setting, an uncached verdict skips."""
     return ghostrun_skip(
-        f"semantic assertion skipped: no cached verdict for {criterion!r} from "
+        f"semantic assertion skipped: no cached verdict for {_scrub(criterion)!r} from "
         f"{judge.identity}, and replay mode never calls the judge "
         f"({_ON_UNAVAILABLE_ENV}=skip). {_how_to_grade(judge)} Then run once with "
         f"GHOSTRUN_MODE=auto to store {path.absolute()}, and commit it."

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from .._core._config import mode_source
+from .._core._safe_text import terminal
 from .._store._keys import remove_field
 from .._store._render import render_body
 
@@ -60,7 +61,7 @@ def describe_miss(info: RequestInfo, deck: Deck, ignore: Sequence[tuple[str, ...
         other_path, other = closest
         lines.append(f"  Closest recorded request to the same endpoint: {other_path.name}")
         lines.extend(_diff(other, body, other_path.name))
-    return "\n".join(lines)
+    return terminal("\n".join(lines))  # the closest recording comes from a file: no escapes
 
 
 def _uncommitted(path: Path) -> list[str]:

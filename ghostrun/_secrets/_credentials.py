@@ -32,6 +32,7 @@ __all__ = [
     "MINTED_SHAPES",
     "MINTED_STARTS",
     "PLACEHOLDERS",
+    "RESPONSE_HARMLESS",
     "SECRET_SHAPES",
     "SHAPE_START",
     "could_be_credential",
@@ -40,6 +41,7 @@ __all__ = [
     "is_credential_header",
     "is_credential_name",
     "is_credential_param",
+    "is_minted_field",
     "is_schema",
     "squash",
 ]
@@ -171,11 +173,21 @@ SHAPE_START = re.compile("|".join(start for start, _ in (*_SHAPES, _BEARER, _PRI
 _MINTED = (
     ("ek_", r"[A-Za-z0-9_\-]{12,}"),  # OpenAI Realtime client secrets
     ("auth_tokens/", r"[A-Za-z0-9_\-]{12,}"),  # Gemini Live ephemeral tokens
+    ("sk-admin-", r"[A-Za-z0-9_\-]{16,}"),  # OpenAI admin keys, shown once on creation
+    ("sk-svcacct-", r"[A-Za-z0-9_\-]{16,}"),  # OpenAI service account keys, likewise
+    (r"ya29\.", r"[0-9A-Za-z_\-]{20,}"),  # Google OAuth access tokens (token endpoint)
 )
 MINTED_SHAPES = re.compile(
     r"(?<![A-Za-z0-9])(?:" + "|".join(start + rest for start, rest in _MINTED) + ")"
 )
-MINTED_STARTS = tuple(start for start, _ in _MINTED)  # absent from a text, no shape is in it
+MINTED_STARTS = tuple(start.replace("\\", "") for start, _ in _MINTED)  # absent: no shape
+# Fields whose value a provider mints in an answer, by DESIGN §4's rule on names
+# (``access_token``, ``refresh_token``, ``id_token``, ``client_secret``, ``api_key``),
+# except names an answer uses for content.
+RESPONSE_HARMLESS: Mapping[str, str] = {
+    "token": "logprobs' token: a piece of the model's own text",
+    "tokens": "a list of the model's tokens",
+}
 _SEPARATORS = frozenset("-_. ")
 _SCHEMA_TYPES = frozenset({"string", "number", "integer", "boolean", "object", "array", "null"})
 _SCHEMA_WORDS = ("$ref", "anyOf", "oneOf", "allOf", "enum", "const", "properties", "items")
@@ -199,6 +211,13 @@ def is_credential_field(name: str) -> bool:
     """A JSON body field whose value carries a credential (dropped from the key)."""
     squashed = squash(name)
     return squashed not in HARMLESS_FIELDS and is_credential_name(squashed)
+
+
+@functools.lru_cache(maxsize=2048)
+def is_minted_field(name: str) -> bool:
+    """A JSON field of a response whose value is a credential the provider minted."""
+    squashed = squash(name)
+    return squashed not in RESPONSE_HARMLESS and is_credential_field(name)
 
 
 def is_credential_param(name: str) -> bool:

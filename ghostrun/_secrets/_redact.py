@@ -61,6 +61,7 @@ from ._credentials import (
     is_credential_header,
     is_credential_name,
     is_credential_param,
+    is_minted_field,
     is_schema,
     squash,
 )
@@ -69,6 +70,7 @@ from ._streams import mask_chunks, mask_events
 
 __all__ = [
     "MASK",
+    "SUBPROTOCOLS",
     "Frozen",
     "Request",
     "collect_secrets",
@@ -79,6 +81,7 @@ __all__ = [
     "keep_response_header",
     "learn_hook_edits",
     "mask_shapes",
+    "minted_secrets",
     "redact_entry",
     "remember_secrets",
     "request_secrets",
@@ -119,10 +122,9 @@ _RESPONSE_HEADERS = frozenset(
         # Redirects replay as they happened live (credentials in them are masked).
         "location",
         "content-location",
-        # The connection as the provider described it: harmless without one.
-        "connection",
-        "keep-alive",
-        "alt-svc",  # protocols the host also speaks (h3)
+        # Protocols the host also speaks (h3). Hop-by-hop headers (connection, keep-alive)
+        # describe a connection replay never makes: never kept (`_store._limits`).
+        "alt-svc",
         # Security policy for browsers: the same for every client.
         "strict-transport-security",
         "content-security-policy",
@@ -215,6 +217,8 @@ _AUTH_PARAMS = re.compile(
     r"=\"?([^\",\s]+)\"?",
     re.IGNORECASE,
 )
+SUBPROTOCOLS = "sec-websocket-protocol"
+"""The handshake header (or the adapters' pseudo-header) listing offered subprotocols."""
 _COOKIE_NAME = re.compile(r"(?:^|;)\s*[^=;\s]+=")
 _FORM = re.compile(r"[^=&\s]+=[^&\s]*(?:&[^=&\s]+=[^&\s]*)*")
 _FORM_TYPE = "application/x-www-form-urlencoded"
@@ -308,7 +312,11 @@ def collect_secrets(
     walked for credential fields. The body's are found by `entry_secrets`.
     """
     secrets = _secrets_of(
-        tuple((n, v) for n, v in headers if is_credential_header(n) or v[:1] in ("{", "[")),
+        tuple(
+            (n, v)
+            for n, v in headers
+            if is_credential_header(n) or v[:1] in ("{", "[") or n.lower() == SUBPROTOCOLS
+        ),
         tuple((n, v) for n, v in query if is_credential_param(n) or v[:1] in ("{", "[")),
     )
     _remember(secrets)
@@ -351,6 +359,8 @@ def _secrets_of(
             _json_secrets(value, found)
         if is_credential_header(name):
             found.update(_header_secrets(name.lower(), value))
+        elif name.lower() == SUBPROTOCOLS:
+            found.update(_subprotocol_secrets(value))
     for name, value in params:
         if value[:1] in ("{", "["):
             _json_secrets(value, found)
@@ -380,6 +390,39 @@ def entry_secrets(request: Any) -> frozenset[str]:
     return _worth_masking(found)
 
 
+def minted_secrets(response: Any) -> frozenset[str]:
+    """Credentials a provider minted in an answer, which no request carried: the values
+    of its JSON body's credential fields (an OAuth token response's ``access_token``,
+    ``refresh_token`` and ``id_token``; a created key's ``api_key``), the same in a
+    form-encoded answer, and minted shapes anywhere (``sk-admin-…``, ``ya29.…``)."""
+    if not isinstance(response, dict):
+        return frozenset()
+    found: set[str] = set()
+    body = response.get("body")
+    if isinstance(body, dict) and "json" in body:
+        _minted_values(body["json"], found, inside=False)
+    text = body.get("text") if isinstance(body, dict) else None
+    if isinstance(text, str) and _is_form(text, _content_type(response)):
+        found.update(v for n, v in parse_qsl(text.strip()) if is_minted_field(n))
+    dumped = _text_of(response)
+    if dumped is None or any(start in dumped for start in MINTED_STARTS):
+        for value in _strings(response):
+            found.update(match.group(0) for match in MINTED_SHAPES.finditer(value))
+    return _worth_masking(found)
+
+
+def _minted_values(value: Any, found: set[str], *, inside: bool) -> None:
+    if isinstance(value, dict):
+        inside = inside and not is_schema(value)
+        for key, item in value.items():
+            _minted_values(item, found, inside=inside or is_minted_field(str(key)))
+    elif isinstance(value, list):
+        for item in value:
+            _minted_values(item, found, inside=inside)
+    elif inside and isinstance(value, str):
+        found.add(value)
+
+
 def _content_type(request: dict[str, Any]) -> str:
     headers = request.get("headers")
     return str(headers.get("content-type", "")) if isinstance(headers, dict) else ""
@@ -403,6 +446,20 @@ def _header_secrets(name: str, value: str) -> set[str]:
         for match in _AUTH_PARAMS.finditer(value):
             found.add(match.group(1))
             found.add(match.group(1).split("/")[0])  # the access key id of a SigV4 scope
+    return found
+
+
+def _subprotocol_secrets(value: str) -> set[str]:
+    """Credentials offered as WebSocket subprotocols, the browser's way to authenticate
+    (``openai-insecure-api-key.<key>``): a ``name.value`` item whose name is a credential
+    by the rule carries its value; any item may hold a secret shape."""
+    found: set[str] = set()
+    for item in value.split(","):
+        item = item.strip()
+        name, dot, rest = item.partition(".")
+        if dot and rest and is_credential_name(squash(name)):
+            found.add(rest)
+        found.update(match.group(0) for match in SECRET_SHAPES.finditer(item))
     return found
 
 
@@ -672,7 +729,7 @@ def redact_entry(entry: dict[str, Any], secrets: frozenset[str]) -> dict[str, An
     request = entry.get("request")
     if isinstance(request, dict):
         request = entry["request"] = _read_as_key_reads(request)
-    secrets = secrets | entry_secrets(request)
+    secrets = secrets | entry_secrets(request) | minted_secrets(entry.get("response"))
     _remember(secrets)
     if secrets:
         entry = _mask_exact(entry, secrets)

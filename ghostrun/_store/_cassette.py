@@ -53,6 +53,7 @@ from .._wire._bodies import (
     json_body_bytes,
 )
 from . import _validate
+from ._limits import LIMITS, limit_message
 
 __all__ = [
     "FORMAT_VERSION",
@@ -224,18 +225,26 @@ def _decode_response(raw: dict[str, Any], path: str | Path) -> Recording:
             and body.keys() <= _JSON_KEYS
             and "stream_error" not in raw
         ):
-            return Recording(status, headers, json_body_bytes(body))  # nearly every one
-        decoded = decode_body(body or {"text": ""})
-        error = raw.get("stream_error")
-        return Recording(
-            status,
-            headers,
-            body=decoded if isinstance(decoded, bytes) else b"",
-            chunks=decoded if isinstance(decoded, list) else None,
-            stream_error=(str(error["type"]), str(error["message"])) if error else None,
-        )
+            recording = Recording(status, headers, json_body_bytes(body))  # nearly every one
+        else:
+            decoded = decode_body(body or {"text": ""})
+            error = raw.get("stream_error")
+            recording = Recording(
+                status,
+                headers,
+                body=decoded if isinstance(decoded, bytes) else b"",
+                chunks=decoded if isinstance(decoded, list) else None,
+                stream_error=(str(error["type"]), str(error["message"])) if error else None,
+            )
     except (KeyError, TypeError, ValueError) as exc:
         raise CassetteError(f"corrupt cassette {path}: bad response entry ({exc})") from exc
+    size = len(recording.body) + sum(map(len, recording.chunks or ()))
+    if size > LIMITS["body_bytes"].value:
+        raise CassetteError(
+            f"cassette {path}: a response body: {limit_message('body_bytes', size)}. "
+            "Delete it and re-record with GHOSTRUN_MODE=record."
+        )
+    return recording
 
 
 def _sorted(value: Any) -> Any:

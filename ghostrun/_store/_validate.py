@@ -34,8 +34,10 @@ import orjson
 
 from .._core._exceptions import CassetteError
 from .._core._files import read_bytes
+from .._core._safe_text import terminal
 from .._wire._bodies import JSON_FORMATS, STREAM_KINDS
 from .._wire._eventstream import decode_chunks
+from ._limits import LIMITS, header_problem, json_depth, limit_message
 from ._wscassette import parse_document
 
 __all__ = [
@@ -77,6 +79,7 @@ class Invalid(Exception):
     """A field that breaks its file's schema: where (as the file spells it) and why."""
 
     def __init__(self, where: str, problem: str) -> None:
+        where = terminal(where)  # a field's name comes from the file: no escape sequence in it
         super().__init__(f"{where}: {problem}" if where else problem)
         self.where, self.problem = where, problem
 
@@ -90,16 +93,30 @@ def load(path: str | os.PathLike[str], kind: Kind) -> dict[str, Any] | None:
     data = read_bytes(path)
     if data is None:
         return None
+    if len(data) > LIMITS["file_bytes"].value:
+        raise CassetteError(
+            f"{kind} {path}: {limit_message('file_bytes', len(data))}. {_FIX[kind]}"
+        )
     try:
         document = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise CassetteError(f"corrupt file {path}: not valid JSON ({exc}). {_FIX[kind]}") from exc
-    return check(document, path, kind)
+    # Nesting deeper than the limit needs more brackets than it: counted at C speed, so
+    # nearly every file is spared the walk.
+    deep = data.count(b"{") + data.count(b"[") > LIMITS["json_depth"].value
+    return check(document, path, kind, may_be_deep=deep)
 
 
-def check(document: Any, path: str | os.PathLike[str], kind: Kind) -> dict[str, Any]:
+def check(
+    document: Any, path: str | os.PathLike[str], kind: Kind, *, may_be_deep: bool = True
+) -> dict[str, Any]:
     """``document`` if it is a valid file of ``kind`` named ``path``, else a CassetteError."""
     stem = _stem(path)
+    if may_be_deep:
+        depth = json_depth(document, LIMITS["json_depth"].value)
+        if depth > LIMITS["json_depth"].value:
+            message = limit_message("json_depth", f"at least {depth}")
+            raise CassetteError(f"{kind} {path}: {message}. {_FIX[kind]}")
     if kind == "cassette" and _plain_cassette(document, stem):
         return document  # type: ignore[no-any-return]  # checked just now
     try:
@@ -152,6 +169,8 @@ def _plain_cassette(document: Any, stem: str) -> bool:
     request, responses = document.get("request"), document.get("responses")
     if type(request) is not dict or type(responses) is not list or not responses:
         return False
+    if len(responses) > LIMITS["responses"].value:
+        return False
     if type(request.get("method")) is not str or type(request.get("url")) is not str:
         return False
     if not _plain_headers(request.get("headers", {})) or not _plain_body(request, "body"):
@@ -168,13 +187,22 @@ def _plain_response(response: Any) -> bool:
     session = response.get("session", "")
     return (
         type(session) is str
-        and _plain_headers(response.get("headers", {}))
+        and _plain_response_headers(response.get("headers", {}))
         and (_plain_body(response, "body"))
     )
 
 
 def _plain_headers(headers: Any) -> bool:
     return type(headers) is dict and all(type(value) is str for value in headers.values())
+
+
+def _plain_response_headers(headers: Any) -> bool:
+    """Replayed headers: each one as `_limits.header_problem` allows, as the slow path checks."""
+    return (
+        _plain_headers(headers)
+        and len(headers) <= LIMITS["headers"].value  # all strings here: one value per name
+        and all(header_problem(name, value) is None for name, value in headers.items())
+    )
 
 
 def _plain_body(holder: dict[str, Any], name: str) -> bool:
@@ -191,7 +219,12 @@ def _plain_body(holder: dict[str, Any], name: str) -> bool:
         return True
     if kind == "text":
         return type(value) is str
-    return kind in _PLAIN_STREAMS and type(value) is list and all(type(c) is str for c in value)
+    return (
+        kind in _PLAIN_STREAMS
+        and type(value) is list
+        and len(value) <= LIMITS["chunks"].value
+        and all(type(c) is str for c in value)
+    )
 
 
 # -- the pieces ------------------------------------------------------------------------------
@@ -268,6 +301,16 @@ def _str_list(value: Any, where: str) -> None:
         raise Invalid(where, f"expected a list of strings, got {shown}")
 
 
+def _at_most(value: list[Any] | dict[str, Any], where: str, limit: str) -> None:
+    if len(value) > LIMITS[limit].value:
+        raise Invalid(where, limit_message(limit, len(value)))
+
+
+def _chunks(value: Any, where: str) -> None:
+    _str_list(value, where)
+    _at_most(value, where, "chunks")
+
+
 def _optional(document: dict[str, Any], name: str, where: str, test: _Check) -> None:
     if name in document:
         test(document[name], _child(where, name))
@@ -316,7 +359,7 @@ def _base64(value: Any, where: str) -> None:
 
 
 def _base64_list(value: Any, where: str) -> None:
-    _str_list(value, where)
+    _chunks(value, where)
     for index, item in enumerate(value):
         _base64(item, _child(where, index))
 
@@ -333,14 +376,14 @@ BODY_KINDS: dict[str, _Check] = {
     "json": _any_json,
     "text": _str,
     "base64": _base64,
-    "sse": _str_list,
-    "ndjson": _str_list,
-    "chunks": _str_list,
+    "sse": _chunks,
+    "ndjson": _chunks,
+    "chunks": _chunks,
     "chunks_base64": _base64_list,
     "eventstream": _eventstream,
 }
 """Each body encoding (the body's one key) and the check of its value."""
-_PLAIN_STREAMS = frozenset(kind for kind, test in BODY_KINDS.items() if test is _str_list)
+_PLAIN_STREAMS = frozenset(kind for kind, test in BODY_KINDS.items() if test is _chunks)
 """The encodings whose value is a list of strings: the replay fast path's streams."""
 
 
@@ -389,6 +432,19 @@ def _headers(value: Any, where: str) -> None:
             )
 
 
+def _replayed_headers(value: Any, where: str) -> None:
+    """Headers replay hands the client: none ghostrun never writes, none past a limit."""
+    _headers(value, where)
+    values = sum(len(v) if isinstance(v, list) else 1 for v in value.values())
+    if values > LIMITS["headers"].value:
+        raise Invalid(where, limit_message("headers", values))
+    for name, header in value.items():
+        for one in header if isinstance(header, list) else [header]:
+            problem = header_problem(name, one)
+            if problem is not None:
+                raise Invalid(_child(where, name), problem)
+
+
 # -- cassettes -------------------------------------------------------------------------------
 
 
@@ -400,15 +456,31 @@ def _cassette(document: Any, stem: str) -> None:
         return
     _request(_required(found, "request", ""), "request")
     responses = _list(_required(found, "responses", ""), "responses", non_empty=True)
+    _at_most(responses, "responses", "responses")
     for index, response in enumerate(responses):
         _response(response, f"responses[{index}]")
 
 
 def _websocket(document: dict[str, Any]) -> None:
     try:
-        parse_document(document, "")
-    except ValueError as exc:
+        conversations = parse_document(document, "")
+    except (TypeError, ValueError) as exc:
         raise Invalid("", str(exc)) from None
+    _at_most(conversations, "conversations", "conversations")
+    for index, conversation in enumerate(conversations):
+        where = f"conversations[{index}]"
+        _at_most(conversation.events, f"{where}.frames", "frames")
+        headers = f"{where}.handshake.response_headers"
+        for name, value in conversation.response_headers.items():
+            _str(value, _child(headers, name))
+        _replayed_headers(conversation.response_headers, headers)
+        _opt_subprotocol(conversation.subprotocol, f"{where}.handshake.subprotocol")
+
+
+def _opt_subprotocol(value: str | None, where: str) -> None:
+    """The subprotocol replay says the server chose: a header value's token, if any."""
+    if value is not None and header_problem("sec-websocket-protocol", value) is not None:
+        raise Invalid(where, "not a valid subprotocol (a header value without line breaks)")
 
 
 def _request(value: Any, where: str) -> None:
@@ -422,7 +494,7 @@ def _request(value: Any, where: str) -> None:
 def _response(value: Any, where: str) -> None:
     response = _object(value, where)
     _int(_required(response, "status", where), _child(where, "status"), 100, 599)
-    _optional(response, "headers", where, _headers)
+    _optional(response, "headers", where, _replayed_headers)
     _optional(response, "body", where, _body)
     _optional(response, "stream_error", where, _stream_error)
     _optional(response, "session", where, _str)

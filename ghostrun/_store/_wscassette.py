@@ -61,9 +61,10 @@ import orjson
 
 from .._core._files import parse_json
 from .._secrets._credentials import MINTED_SHAPES
-from .._secrets._mask import patterns
+from .._secrets._mask import mask_text, patterns
 from .._secrets._redact import (
     MASK,
+    SUBPROTOCOLS,
     collect_secrets,
     entry_secrets,
     keep_request_header,
@@ -183,6 +184,11 @@ def _check_event(event: Any, index: int) -> None:
     if side == "close":
         if not isinstance(body, dict) or body.get("by") not in ("client", "server"):
             raise ValueError(f'frames[{index}].close needs "by": "client" or "server"')
+        code, reason = body.get("code"), body.get("reason") or ""
+        if code is not None and (type(code) is not int or not 1000 <= code <= 4999):
+            raise ValueError(f"frames[{index}].close.code: expected null or 1000..4999")
+        if not isinstance(reason, str) or len(reason.encode("utf-8", "replace")) > 123:
+            raise ValueError(f"frames[{index}].close.reason: expected at most 123 bytes of text")
     elif side in ("client", "server"):
         try:
             decode_frame(body)
@@ -365,6 +371,8 @@ def redact_conversation(
     (``ek_…``, ``client_secret.value``) in server frames too.
     """
     pairs = list(headers)
+    if conversation.subprotocol is not None:  # the one the server chose, offered or not
+        pairs.append((SUBPROTOCOLS, conversation.subprotocol))
     secrets = secrets_of(pairs, query, conversation.events)
     kept = {k.lower(): v for k, v in pairs if keep_request_header(k)}
     answered = {
@@ -377,10 +385,13 @@ def redact_conversation(
         {"request": {"url": conversation.url, "headers": kept}, "response": {"headers": answered}},
         secrets,
     )
+    subprotocol = conversation.subprotocol
+    if subprotocol is not None:
+        subprotocol = mask_shapes(mask_text(subprotocol, patterns(secrets)))
     return Conversation(
         handshake["request"]["url"],
         handshake["request"]["headers"],
-        conversation.subprotocol,
+        subprotocol,
         handshake["response"]["headers"],
         events,
     )

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._core import _safe_text as safe
 from .._core._config import settings
 from .._core._distribution import foreign_install
 from .._core._exceptions import CacheMiss, CassetteError, JudgeUnavailable
@@ -206,6 +207,8 @@ _ASCII_STAND_INS = str.maketrans({"\u2192": "->", "\u00b7": "-", "\u2026": "..."
 
 
 def _out(text: str) -> None:
+    """Text for a person: no control character from a cassette reaches the terminal."""
+    text = safe.terminal(text)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
 

@@ -20,13 +20,13 @@ text gets a similarity ratio (over words) and a unified diff.
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import orjson
 
+from .._core import _safe_text as safe
 from .._core._words import plural
 
 __all__ = ["STATUSES", "AssertionChange", "Drift", "RunDiff", "compare", "render"]
@@ -225,13 +225,13 @@ def render_text(diff: RunDiff) -> str:
     if len(lines) > 2:
         lines.append("")
     lines.append(summary(diff))
-    return "\n".join(lines) + "\n"
+    return safe.terminal("\n".join(lines) + "\n")
 
 
 def render_markdown(diff: RunDiff) -> str:
     regressions, *rest = _summary_parts(diff)
     lines = [
-        f"### ghostrun diff: `{diff.base}` → `{diff.candidate}`",
+        f"### ghostrun diff: {safe.code(diff.base)} → {safe.code(diff.candidate)}",
         "",
         " · ".join([f"**{regressions}**", *rest]),
         "",
@@ -247,24 +247,24 @@ def render_markdown(diff: RunDiff) -> str:
             lines.append(
                 f"| {status} | {_cell(change.test, code=True)} "
                 f"| {_cell(change.kind + ': ' + _one_line(change.criterion))} "
-                f"| {_verdict_of(change.base)} | {_verdict_of(change.candidate)} "
+                f"| {_cell(_verdict_of(change.base))} | {_cell(_verdict_of(change.candidate))} "
                 f"| {_cell(_explained(change.candidate))} |"
             )
         lines.append("")
     for outcome in diff.outcomes:
-        lines.append(f"- {_cell(outcome.test, code=True)}: {outcome.base} → {outcome.candidate}")
+        lines.append(
+            f"- {safe.code(outcome.test)}: {safe.inline(str(outcome.base))} → "
+            f"{safe.inline(str(outcome.candidate))}"
+        )
     if diff.outcomes:
         lines.append("")
     for drift in diff.drift:
-        fence = _fence(drift.diff)
         lines += [
             "<details><summary>Output drift: "
-            f"{_cell(drift.test, code=True)} output {drift.output + 1} "
+            f"{safe.inline(drift.test)} output {drift.output + 1} "
             f"(similarity {drift.ratio:.0%})</summary>",
             "",
-            f"{fence}diff",
-            *_capped(drift.diff),
-            fence,
+            *safe.code_block(_capped(drift.diff), "diff"),
             "",
             "</details>",
             "",
@@ -317,10 +317,4 @@ def _capped(lines: list[str]) -> list[str]:
 
 
 def _cell(text: str, code: bool = False) -> str:
-    text = text.replace("|", "\\|")
-    return f"`{text}`" if code and "`" not in text else text
-
-
-def _fence(lines: list[str]) -> str:
-    longest = max((len(run) for line in lines for run in re.findall(r"`+", line)), default=0)
-    return "`" * max(3, longest + 1)
+    return safe.cell(text, as_code=code)

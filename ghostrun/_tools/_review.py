@@ -32,6 +32,7 @@ from urllib.parse import urlsplit
 
 from .._assertions._extract import extract_text
 from .._assertions._tool_calls import normalize_tool_calls
+from .._core import _safe_text as safe
 from .._core._files import parse_json
 from .._core._words import plural
 from .._secrets._redact import scrub_text
@@ -573,28 +574,37 @@ def _text(found: Review) -> str:
             "Delete stale cassettes with `ghostrun prune` in the same commit, so git pairs "
             "each old file with its new one."
         )
-    return "\n".join(lines) + "\n"
+    return safe.terminal("\n".join(lines) + "\n")
 
 
 def _markdown(found: Review) -> str:
-    lines = [f"**ghostrun review:** {summary(found)}", "", f"`{found.before}` -> `{found.after}`"]
+    lines = [
+        f"**ghostrun review:** {summary(found)}",
+        "",
+        f"{safe.code(found.before)} -> {safe.code(found.after)}",
+    ]
     for test in found.tests:
         body: list[str] = []
         for change in test.changes:
-            body += ["", f"**{_md(_change_head(change))}**", ""]
+            body += ["", f"**{safe.inline(_change_head(change))}**", ""]
             if change.request_diff or change.answer_diff:
-                body += ["```diff", *change.request_diff, *change.answer_diff, "```"]
+                body += safe.code_block([*change.request_diff, *change.answer_diff], "diff")
         if test.verdicts:
-            body += ["", "Verdicts:", *(f"- {_md(_verdict_line(v))}" for v in test.verdicts)]
+            body += [
+                "",
+                "Verdicts:",
+                *(f"- {safe.inline(_verdict_line(v))}" for v in test.verdicts),
+            ]
         if test.stale:
-            body += ["", "Stale: " + ", ".join(f"`{k}.json`" for k in test.stale)]
-        head = _md(_test_head(test))
+            body += ["", "Stale: " + ", ".join(safe.code(f"{k}.json") for k in test.stale)]
+        head = safe.inline(_test_head(test))
         counts = f"{plural(len(test.changes), 'request')}, {plural(len(test.verdicts), 'verdict')}"
         lines += ["", f"<details><summary>{head}: {counts}</summary>", *body, "", "</details>"]
     if found.stale:
         lines += [
             "",
-            "Stale cassettes no test used: " + ", ".join(f"`{k}.json`" for k in found.stale),
+            "Stale cassettes no test used: "
+            + ", ".join(safe.code(f"{k}.json") for k in found.stale),
         ]
     text = "\n".join(lines) + "\n"
     if len(text) > _MARKDOWN_LIMIT:
@@ -603,11 +613,6 @@ def _markdown(found: Review) -> str:
             cut + "\n\n(cut to fit a pull-request comment: run `ghostrun review` for all of it)\n"
         )
     return text
-
-
-def _md(text: str) -> str:
-    """Text shown as itself in Markdown: no tag in a prompt renders as HTML."""
-    return text.replace("&", "&amp;").replace("<", "&lt;")
 
 
 def _as_json(found: Review) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from .._assertions._extract import extract_text
+from .._core import _safe_text as safe
 from .._core._files import parse_json
 from .._core._words import plural
 from .._store._validate import Kind
@@ -39,12 +40,13 @@ def kind_of(path: Path, document: Any) -> Kind | None:
 
 
 def render_file(path: Path, document: dict[str, Any]) -> str:
-    """A checked cassette (HTTP or WebSocket) or judge verdict (`ghostrun._store._validate`)."""
+    """A checked cassette (HTTP or WebSocket) or judge verdict (`ghostrun._store._validate`),
+    its control characters shown as escapes (`_safe_text.terminal`)."""
     if document.get("kind") == "websocket":
-        return render_websocket(path, document)
+        return safe.terminal(render_websocket(path, document))
     if kind_of(path, document) == "verdict":
-        return render_verdict(path, document)
-    return render_cassette(path, document)
+        return safe.terminal(render_verdict(path, document))
+    return safe.terminal(render_cassette(path, document))
 
 
 def raw(document: Any) -> str:
