@@ -38,8 +38,9 @@ What the engine guarantees for every road:
   (A request the outer layer passes through, to a host no session lists,
   reaches the inner one unmarked, which decides the same: only the
   ``passed_through`` count sees it twice.)
-- **Telemetry** (``.._telemetry``): never recorded; answered locally with an
-  empty success except in ``record`` mode.
+- **Telemetry** (``.._telemetry``): never recorded; answered locally as the
+  real endpoint answers (OpenAI's trace ingest: ``204``, no body) except in
+  ``record`` mode.
 - **No billed retries.** A cassette that cannot be written does not fail the
   request: the response is handed on and the error is raised when the session
   exits (``.._exceptions`` says why), so no SDK retry loop can resend it.
@@ -62,6 +63,7 @@ from .._core._modes import Mode
 from .._recording._deck import Deck, RequestInfo
 from .._recording._session import bypass_interception, current_deck, passing_through
 from .._store._cassette import Recording
+from .._wire._bodies import stream_kind
 
 __all__ = [
     "DROPPED_HEADERS",
@@ -75,13 +77,9 @@ __all__ = [
     "route",
 ]
 
-EMPTY_SUCCESS = Recording(200, [("content-type", "application/json")], b"{}")
-"""The local answer to telemetry in replay: a 200 with ``{}``, which every exporter accepts."""
-
 DROPPED_HEADERS = frozenset({"content-length", "content-encoding", "transfer-encoding"})
 """Framing headers of the live response, dropped from what is handed on: bodies are decoded."""
 
-_STREAM_TYPES = ("text/event-stream", "ndjson", "jsonl", "vnd.amazon.eventstream")
 _LLM_CALL = re.compile(
     r"/chat/completions|/v\d\w*/(?:messages|responses|completions|embeddings|chat|rerank)\b"
     r"|:(?:stream)?generatecontent|:(?:batch)?embedcontents?|:predict\b"
@@ -155,27 +153,37 @@ class Exchange:
 
         Raises `CacheMiss` when replay mode has no recording for the request.
         """
-        if self.telemetry:
+        answer = self.telemetry
+        if answer is not None:
             if self.deck.mode is Mode.RECORD:
                 self.deck.passed_through += 1
                 return None
-            return EMPTY_SUCCESS
+            return Recording(answer[0], list(answer[1]), answer[2])
         return self.deck.plan(self.info)
 
     def sending(self) -> AbstractContextManager[None]:
         """Wrap the real send in it: intercepted libraries it calls pass through."""
         return bypass_interception()
 
-    def record(self, status: int, headers: Iterable[tuple[str, str]], body: bytes) -> Recording:
-        """Record a whole response (body decoded); return what to hand on."""
-        recording = Recording(status, hand_on_headers(headers), body)
-        if not self.telemetry:
+    def record(
+        self,
+        status: int,
+        headers: Iterable[tuple[str, str]],
+        body: bytes,
+        reason: str | None = None,
+    ) -> Recording:
+        """Record a whole response (body decoded, ``reason`` its phrase if the library
+        says); return what to hand on."""
+        recording = Recording(status, hand_on_headers(headers), body, reason=reason)
+        if self.telemetry is None:
             _commit(self.deck, self.info, recording)
         return recording
 
-    def tape(self, status: int, headers: Iterable[tuple[str, str]]) -> Tape:
+    def tape(
+        self, status: int, headers: Iterable[tuple[str, str]], reason: str | None = None
+    ) -> Tape:
         """Start recording a streamed response; ``tape.headers`` are the ones to hand on."""
-        return Tape(self, status, hand_on_headers(headers))
+        return Tape(self, status, hand_on_headers(headers), reason)
 
 
 class Tape:
@@ -185,10 +193,17 @@ class Tape:
     mid-way is stored the same way whichever library read it.
     """
 
-    __slots__ = ("chunks", "done", "exchange", "headers", "status")
+    __slots__ = ("chunks", "done", "exchange", "headers", "reason", "status")
 
-    def __init__(self, exchange: Exchange, status: int, headers: list[tuple[str, str]]) -> None:
+    def __init__(
+        self,
+        exchange: Exchange,
+        status: int,
+        headers: list[tuple[str, str]],
+        reason: str | None = None,
+    ) -> None:
         self.exchange, self.status, self.headers = exchange, status, headers
+        self.reason = reason
         self.chunks: list[bytes] = []
         self.done = False
 
@@ -197,10 +212,12 @@ class Tape:
         if self.done:
             return
         self.done = True
-        if self.exchange.telemetry:
+        if self.exchange.telemetry is not None:
             return
         broke = (type(error).__name__, str(error)) if error is not None else None
-        recording = Recording(self.status, self.headers, chunks=self.chunks, stream_error=broke)
+        recording = Recording(
+            self.status, self.headers, chunks=self.chunks, stream_error=broke, reason=self.reason
+        )
         _commit(self.exchange.deck, self.exchange.info, recording)
 
 
@@ -227,9 +244,9 @@ def hand_on_headers(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]
 
 
 def is_stream(content_type: str) -> bool:
-    """True for a streamed response (SSE, NDJSON, JSON lines, AWS event stream)."""
-    ctype = content_type.lower()
-    return any(kind in ctype for kind in _STREAM_TYPES)
+    """True for a streamed response: SSE, NDJSON, JSON lines, Cohere's ``stream+json``,
+    AWS event stream (`_wire._bodies.STREAM_TYPES`)."""
+    return stream_kind(content_type) is not None
 
 
 class Decoder:
