@@ -237,7 +237,8 @@ def encode_response(recording: Recording, content_type: str) -> dict[str, Any]:
         entry["stream_error"] = {"type": kind, "message": message}
     reason = recording.reason
     if reason is not None and reason != standard_reason(recording.status):
-        entry["reason"] = reason  # only when not the standard one: most files never have it
+        if _validate.valid_reason(reason):  # only if not the standard one: most files have none
+            entry["reason"] = reason
     return entry
 
 
