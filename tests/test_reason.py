@@ -125,3 +125,17 @@ def test_the_validator_checks_a_stored_reason(tmp_path: Path, reason: object) ->
     path.write_bytes(orjson.dumps(document))
     found = read_run(str(path), None)
     assert found is not None and found[1][0].reason == "PermissionDenied"
+
+
+def test_show_prints_a_stored_reason(
+    provider: ProviderSimulator, cassette_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ghostrun._tools import _cli
+
+    (provider.raw_replies["denied"],) = REPLIES["azure-denied"]
+    with pytest.warns(ghostrun.AuthFailureWarning):
+        with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=LOOPBACK):
+            _requests(provider.url("/raw/denied"))
+    (path,) = cassette_dir.glob("*.json")
+    assert _cli.main(["show", str(path), "--cassette-dir", str(cassette_dir)]) == 0
+    assert "status 401 reason 'PermissionDenied'" in capsys.readouterr().out

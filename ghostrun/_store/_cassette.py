@@ -235,11 +235,20 @@ def encode_response(recording: Recording, content_type: str) -> dict[str, Any]:
     if recording.stream_error is not None:
         kind, message = recording.stream_error
         entry["stream_error"] = {"type": kind, "message": message}
-    reason = recording.reason
-    if reason is not None and reason != standard_reason(recording.status):
-        if _validate.valid_reason(reason):  # only if not the standard one: most files have none
-            entry["reason"] = reason
+    if _kept_reason(recording):
+        entry["reason"] = recording.reason
     return entry
+
+
+def _kept_reason(recording: Recording) -> bool:
+    """Whether a response's reason phrase is written: only if it is not the standard one
+    (most files never hold one) and fits in a status line (a file may not hold another)."""
+    reason = recording.reason
+    return (
+        reason is not None
+        and reason != standard_reason(recording.status)
+        and _validate.valid_reason(reason)
+    )
 
 
 def _decode_response(raw: dict[str, Any], path: str | Path) -> Recording:
