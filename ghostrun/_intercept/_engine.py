@@ -18,16 +18,18 @@ library::
     with exchange.sending():               # any intercepted library below passes through
         live = send(request)
     # a whole body, decoded (see `decoder` when the library left it compressed):
-    recording = exchange.record(live.status, live_header_pairs, body)
+    recording = exchange.record(live.status, live_header_pairs, body, live.reason)
     return library_response(recording)     # recording.headers: the live ones, minus framing
     # or a stream (`is_stream(content_type)`), recorded chunk by chunk as the caller reads:
-    tape = exchange.tape(live.status, live_header_pairs)
+    tape = exchange.tape(live.status, live_header_pairs, live.reason)
     tape.chunks.append(chunk)              # for each chunk handed on
     tape.finish() / tape.finish(error)     # at the end, at a break, at close: once
 
 ``url_parts`` are ``(scheme, host, port or None, path, raw query string)``;
 ``headers`` a sequence of ``(lower-case name, value)`` pairs, which may be lazy
-(replaying JSON never reads them); ``body`` the request body as bytes.
+(replaying JSON never reads them); ``body`` the request body as bytes. The
+reason phrase is the one the library shows (None where it has none, as over
+HTTP/2); an adapter hands on ``_store._cassette.reason_of(recording)``.
 
 What the engine guarantees for every road:
 
