@@ -50,7 +50,7 @@ def read_chunks(url: str) -> tuple[list[bytes], int]:
         async with aiohttp.ClientSession() as client, client.post(url, json={}) as response:
             async for data, end_of_chunk in response.content.iter_chunks():
                 pending += data
-                if end_of_chunk:
+                if end_of_chunk and pending:  # an end may come alone, after the data
                     chunks.append(pending)
                     pending = b""
                 elif data:
