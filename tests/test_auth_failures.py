@@ -121,3 +121,19 @@ def test_an_image_download_replays_200_then_403(
     provider.stop()
     with ghostrun.session(mode="replay", cassette_dir=cassette_dir, hosts=LOOPBACK):
         assert download() == live
+
+
+def test_a_recorded_401_that_echoes_the_key_holds_no_key(
+    provider: ProviderSimulator, cassette_dir: Path
+) -> None:
+    """Auth failures are written now: a body quoting the bad key is masked like any other."""
+    echoed = orjson.dumps({"error": {"message": f"Incorrect API key provided: {KEY}."}})
+    provider.raw_replies["azure"] = RawReply(401, JSON, echoed, reason="PermissionDenied")
+    with pytest.warns(ghostrun.AuthFailureWarning):
+        with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=LOOPBACK):
+            azure_embeddings(provider, 1)
+    files = [p.read_bytes() for p in cassette_dir.rglob("*.json")]
+    assert files and not any(KEY.encode() in data for data in files)
+    (stored,) = cassettes(cassette_dir)
+    message = stored["responses"][0]["body"]["json"]["error"]["message"]
+    assert message.startswith("Incorrect API key provided: ") and KEY not in message

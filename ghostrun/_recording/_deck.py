@@ -197,7 +197,7 @@ class Deck:
         self._cursor: dict[str, int] = {}  # per key: the next response of its run to use
         self._run_of: dict[str, str | None] = {}  # per key: the run (label) this session uses
         self._recorded_here: dict[str, int] = {}
-        self._transient_at: dict[str, int] = {}  # per key: where it last wrote a 429/5xx
+        self._transient_at: dict[str, int] = {}  # per key: where it last wrote a 408/429/5xx
         self._auth_failures: dict[str, set[int]] = {}  # per host: the 401/403s it recorded
         self._unraised: list[CacheMiss] = []
         self._write_errors: list[Exception] = []
