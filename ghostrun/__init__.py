@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._core._config import configure
 from ._core._exceptions import (
+    AuthFailureWarning,
     CacheMiss,
     CassetteError,
     DamagedCassette,
@@ -89,6 +90,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "PROVIDER_HOSTS",
+    "AuthFailureWarning",
     "CacheMiss",
     "CallableJudge",
     "CassetteError",

@@ -331,3 +331,77 @@ CORPUS: dict[str, Entry] = {
         ("chunks_base64",),
     ),
 }
+
+
+# -- the second corpus (issue 29): what the provider answered, however it answered ----------
+
+AZURE_HEADERS = [
+    ("Content-Type", "application/json"),
+    ("apim-request-id", "0f1e2d3c-aaaa-bbbb-cccc-0123456789ab"),
+    ("Strict-Transport-Security", "max-age=31536000; includeSubDomains; preload"),
+    ("x-content-type-options", "nosniff"),
+    ("Date", "Tue, 01 Dec 2026 21:00:00 GMT"),
+]
+COHERE_STREAM = [
+    b'{"is_finished":false,"event_type":"stream-start","generation_id":"g-1"}\n',
+    b'{"is_finished":false,"event_type":"text-generation","text":"Gr\xc3\xbc\xc3\x9fe"}\n',
+    b'{"is_finished":false,"event_type":"text-generation","text":" aus K\xc3\xb6ln"}\n',
+    b'{"is_finished":true,"event_type":"stream-end","finish_reason":"COMPLETE"}\n',
+]
+GZIP_BODY = json.dumps(OPENAI_COMPLETION, ensure_ascii=False).encode()
+
+
+def _gzip(data: bytes) -> bytes:
+    import gzip
+
+    return gzip.compress(data, mtime=0)
+
+
+SECOND_CORPUS: dict[str, RawReply] = {
+    # Azure's authentication failure, with its own reason phrase.
+    "azure-permission-denied": RawReply(
+        401,
+        AZURE_HEADERS,
+        b'{"error":{"code":"PermissionDenied","message":"Principal does not have access."}}',
+        reason="PermissionDenied",
+    ),
+    # An image host's 403: no auth failure at all, but what happened.
+    "forbidden-user-agent": RawReply(
+        403, [("content-type", "text/plain; charset=utf-8")], b"Please set a user-agent."
+    ),
+    # A status line with no reason phrase (HTTP/1.1 allows it; some gateways do it).
+    "empty-reason": RawReply(200, AZURE_HEADERS, b'{"ok":true}', reason=""),
+    "teapot-own-reason": RawReply(418, [("content-type", "text/plain")], b"short", reason="Tea"),
+    "final-server-error": RawReply(500, AZURE_HEADERS, b'{"error":{"message":"boom"}}'),
+    "trace-no-content": RawReply(204, [("Date", "Tue, 01 Dec 2026 21:00:00 GMT")]),
+    # Streams of every type, one event an HTTP chunk.
+    "cohere-stream-json": RawReply(
+        200, [("content-type", "application/stream+json")], chunks=COHERE_STREAM
+    ),
+    "ollama-x-ndjson": RawReply(
+        200, NDJSON_HEADERS, chunks=[line + b"\n" for line in OLLAMA_STREAM.split(b"\n")[:-1]]
+    ),
+    "jsonl": RawReply(200, [("content-type", "application/jsonl")], chunks=COHERE_STREAM),
+    # Each event one HTTP chunk, written in two TCP pieces: aiohttp reads it twice.
+    "sse-split-writes": RawReply(
+        200,
+        SSE_HEADERS,
+        chunks=[event + b"\n\n" for event in OPENAI_STREAM.split(b"\n\n")[:-1]],
+        split_pause=0.03,
+    ),
+    # A gzip body, handed on decoded.
+    "gzip-json": RawReply(
+        200, [*OPENAI_HEADERS[:2], ("content-encoding", "gzip")], _gzip(GZIP_BODY)
+    ),
+    # Browser policy, kept by family: its "credentials" is a boolean.
+    "cors-credentials": RawReply(
+        200,
+        [
+            ("content-type", "application/json"),
+            ("access-control-allow-origin", "https://app.example"),
+            ("access-control-allow-credentials", "true"),
+        ],
+        b"{}",
+    ),
+}
+"""Replies whose status, reason phrase, body bytes and chunks replay must give back."""

@@ -114,12 +114,25 @@ class RawReply:
     ``Date`` of the simulator's own), then ``body`` with a content-length, or
     ``chunks`` one HTTP chunk each (transfer-encoding: chunked), so a client
     sees each chunk's boundary, even one inside a UTF-8 character.
+
+    ``reason``: the status line's reason phrase (None: the standard one; ``""``
+    sends none, as HTTP/1.1 allows). ``split_pause``: write each HTTP chunk in
+    two TCP pieces, this many seconds apart, as a slow proxy does. ``gate``:
+    wait for this event (set by the client) before the last chunk; if it never
+    comes, the last chunk goes after `GATE_TIMEOUT` and ``gate_timed_out`` says so.
     """
 
     status: int = 200
     headers: list[tuple[str, str]] = field(default_factory=list)
     body: bytes = b""
     chunks: list[bytes] | None = None
+    reason: str | None = None
+    split_pause: float = 0.0
+    gate: threading.Event | None = None
+    gate_timed_out: bool = False
+
+
+GATE_TIMEOUT = 5.0
 
 
 @dataclass(frozen=True)
@@ -205,7 +218,8 @@ class ProviderSimulator(Served):
       stream_delay: seconds to wait between streamed events.
       extra_response_headers: added to every response.
       echo_auth: append the received credential to reply texts.
-      raw_replies: exact replies by name, served at ``/raw/<name>`` (see `RawReply`).
+      raw_replies: exact replies by name, served at ``/raw/<name>`` (see `RawReply`);
+        a list of them is served one per request, in order, the last one repeated.
 
     Hostile settings (see "hostile echoes" below), for the secrets tests:
       delta_pieces: ``f(text) -> pieces`` splits a streamed reply into delta
@@ -230,7 +244,8 @@ class ProviderSimulator(Served):
         self.delay = 0.0
         self.stream_delay = 0.0
         self.extra_response_headers: dict[str, str] = {}
-        self.raw_replies: dict[str, RawReply] = {}
+        self.raw_replies: dict[str, RawReply | list[RawReply]] = {}
+        self._raw_served: dict[str, int] = {}
         self.echo_auth = False
         self.delta_pieces: Callable[[str], list[str]] | None = None
         self.rechunk: Callable[[list[bytes]], list[bytes]] | None = None
@@ -369,6 +384,15 @@ class ProviderSimulator(Served):
             if fault.remaining <= 0:
                 self._faults.pop(0)
             return fault
+
+    def _take_raw(self, name: str) -> RawReply | None:
+        with self._lock:
+            found = self.raw_replies.get(name)
+            if not isinstance(found, list):
+                return found
+            index = self._raw_served.get(name, 0)
+            self._raw_served[name] = index + 1
+            return found[min(index, len(found) - 1)] if found else None
 
     def _take_stream_break(self) -> int | None:
         with self._lock:
@@ -1193,7 +1217,7 @@ class _Handler(BaseHTTPRequestHandler):
         raw = _RAW_PATH.fullmatch(request.path)
         if raw is not None:
             simulator._record(request)
-            self._write_raw(simulator.raw_replies.get(raw.group("name")))
+            self._write_raw(simulator._take_raw(raw.group("name")))
             return
         reply = simulator._respond(request)
         if reply is None:
@@ -1257,7 +1281,7 @@ class _Handler(BaseHTTPRequestHandler):
         """A `RawReply` byte for byte; a name with no reply is a plain 404."""
         if reply is None:
             reply = RawReply(404, [("content-type", "text/plain")], b"no raw reply by that name")
-        self.send_response_only(reply.status)
+        self.send_response_only(reply.status, reply.reason)  # "": "HTTP/1.1 200 ", no phrase
         for name, value in reply.headers:
             self.send_header(name, value)
         if reply.chunks is None:
@@ -1267,10 +1291,23 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self.send_header("transfer-encoding", "chunked")
         self.end_headers()
-        for chunk in reply.chunks:
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-            self.wfile.flush()
+        self.wfile.flush()
+        for index, chunk in enumerate(reply.chunks):
+            if reply.gate is not None and index == len(reply.chunks) - 1:
+                reply.gate_timed_out = not reply.gate.wait(GATE_TIMEOUT)
+            self._write_chunk(b"%x\r\n%s\r\n" % (len(chunk), chunk), reply.split_pause)
         self.wfile.write(b"0\r\n\r\n")
+
+    def _write_chunk(self, framed: bytes, split_pause: float) -> None:
+        """One HTTP chunk, whole or in two TCP pieces ``split_pause`` seconds apart."""
+        if split_pause:
+            half = len(framed) // 2
+            self.wfile.write(framed[:half])
+            self.wfile.flush()
+            time.sleep(split_pause)
+            framed = framed[half:]
+        self.wfile.write(framed)
+        self.wfile.flush()
 
     def _write_head(self, status: int, headers: dict[str, str]) -> None:
         self.send_response(status)

@@ -6,6 +6,7 @@ import ghostrun
 
 EXPECTED = {
     "PROVIDER_HOSTS",
+    "AuthFailureWarning",
     "CacheMiss",
     "CallableJudge",
     "CassetteError",

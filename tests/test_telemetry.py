@@ -122,3 +122,27 @@ def test_users_extend_the_list_with_ignore_urls(
         ghostrun.session(ignore_urls=["api.example.com"])
     with pytest.raises(ValueError, match="names no path"):
         ghostrun.configure(ignore_urls=["https://api.example.com"])
+
+
+@pytest.mark.parametrize("mode", ["replay", "auto"])
+def test_the_trace_upload_is_answered_as_openai_answers_it_204_no_body(
+    provider: ProviderSimulator, cassette_dir: Path, exporter: Any, mode: str
+) -> None:
+    """What the exporter's own client receives: the real endpoint's 204 No Content."""
+    answers: list[tuple[int, str, bytes, str | None]] = []
+
+    def seen(response: httpx2.Response) -> None:
+        if response.url.path == TRACES:
+            response.read()
+            kind = response.headers.get("content-type")
+            answers.append((response.status_code, response.reason_phrase, response.content, kind))
+
+    exporter._client.event_hooks["response"].append(seen)
+    with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=LOOPBACK):
+        run_agent(provider)
+    provider.stop()
+    answers.clear()
+    with ghostrun.session(mode=mode, cassette_dir=cassette_dir, hosts=LOOPBACK) as rep:
+        run_agent(provider)
+    assert rep.misses == [] and answers
+    assert set(answers) == {(204, "No Content", b"", None)}

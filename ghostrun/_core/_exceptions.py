@@ -12,8 +12,9 @@
             │                      (alias: UnsupportedHttpx, its first name)
             └── JudgeUnavailable   the judge cannot be reached or cannot answer
     UserWarning
-    └── UnlistedHostWarning    a request that looks like an LLM call passed through
-                               unrecorded: its host is not listed
+    ├── UnlistedHostWarning    a request that looks like an LLM call passed through
+    │                          unrecorded: its host is not listed
+    └── AuthFailureWarning     a session recorded a 401 or 403: the key is likely bad
 
 ``CacheMiss`` derives from ``BaseException`` on purpose, as pytest's own
 outcome exceptions do: SDKs (anthropic, groq) wrap any ``Exception`` from the
@@ -44,6 +45,7 @@ from __future__ import annotations
 from ._public import public
 
 __all__ = [
+    "AuthFailureWarning",
     "CacheMiss",
     "CassetteError",
     "DamagedCassette",
@@ -106,6 +108,15 @@ class DamagedCassette(CacheMiss):
             "  The request that read it is failed like a miss, not sent instead: restore the "
             "file from version control, or delete it and record again."
         )
+
+
+class AuthFailureWarning(UserWarning):
+    """A session recorded an authentication failure (401, 403) from a provider.
+
+    The failure is in the cassette, and replays as it happened (a test of the
+    app's error handling needs it so); said once, when the session closes, so
+    that a recording made with a bad key is noticed rather than replayed green.
+    """
 
 
 @public

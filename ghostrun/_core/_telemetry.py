@@ -5,9 +5,14 @@ openai-agents uploads its traces (on by default) to
 timestamps: recorded, every run would be a new request, and replay would end
 in a `CacheMiss`. Such a request is never written to a cassette. It is sent
 for real only in ``record`` mode; in ``replay`` and ``auto`` it is answered
-locally with an empty success (``_intercept._engine.EMPTY_SUCCESS``), so a run that replays leaves
-nothing on the network. Recording in ``auto`` answers it locally too: ``auto``
-touches the network only on a miss, and a trace upload is not one.
+locally, so a run that replays leaves nothing on the network. Recording in
+``auto`` answers it locally too: ``auto`` touches the network only on a miss,
+and a trace upload is not one.
+
+The local answer is the one the real endpoint gives (`TELEMETRY_ANSWERS`):
+OpenAI's trace ingest answers ``204 No Content`` with no body. A URL the user
+adds, whose answer ghostrun cannot know, gets `EMPTY_SUCCESS`: ``200`` with
+``{}``, which every JSON exporter accepts.
 
 A pattern is a path (``/v1/traces/ingest``: on any intercepted host), or a
 host and path (``api.openai.com/v1/traces/ingest``); either may use ``*``
@@ -21,46 +26,72 @@ from __future__ import annotations
 from collections.abc import Iterable
 from fnmatch import fnmatchcase
 
-__all__ = ["TELEMETRY_URLS", "UrlList"]
+__all__ = [
+    "EMPTY_SUCCESS",
+    "NO_CONTENT",
+    "TELEMETRY_ANSWERS",
+    "TELEMETRY_URLS",
+    "Answer",
+    "UrlList",
+]
+
+Answer = tuple[int, tuple[tuple[str, str], ...], bytes]
+"""A local answer: status, headers, body."""
+
+NO_CONTENT: Answer = (204, (), b"")
+EMPTY_SUCCESS: Answer = (200, (("content-type", "application/json"),), b"{}")
 
 TELEMETRY_URLS: tuple[str, ...] = (
     "/v1/traces/ingest",  # openai-agents' trace export (agents.tracing.processors)
 )
+TELEMETRY_ANSWERS: dict[str, Answer] = {
+    "/v1/traces/ingest": NO_CONTENT,  # what api.openai.com answers a trace upload
+}
+"""The real endpoint's answer to each built-in pattern (others get `EMPTY_SUCCESS`)."""
 
 
 class UrlList:
-    """Answers "is this URL on the list?"; a path lookup in a set when no pattern is a glob."""
+    """Answers "is this URL on the list, and what does it answer?"; a path lookup in a dict
+    when no pattern is a glob."""
 
     __slots__ = ("_globs", "_host_paths", "_paths")
 
     def __init__(self, patterns: Iterable[str]) -> None:
-        paths: set[str] = set()
-        host_paths: set[str] = set()
-        globs: list[str] = []
+        paths: dict[str, Answer] = {}
+        host_paths: dict[str, Answer] = {}
+        globs: list[tuple[str, Answer]] = []
         for raw in patterns:
             if not raw.strip():
                 continue
             pattern = _normalise(raw)
+            answer = TELEMETRY_ANSWERS.get(pattern, EMPTY_SUCCESS)
             if "*" in pattern or "?" in pattern or "[" in pattern:
-                globs.append(pattern)
+                globs.append((pattern, answer))
             elif pattern.startswith("/"):
-                paths.add(pattern)
+                paths.setdefault(pattern, answer)
             else:
-                host_paths.add(pattern)
-        self._paths = frozenset(paths)
-        self._host_paths = frozenset(host_paths)
+                host_paths.setdefault(pattern, answer)
+        self._paths = paths
+        self._host_paths = host_paths
         self._globs = tuple(globs)
 
-    def __call__(self, host: str, port: int | None, path: str) -> bool:
-        if path in self._paths:
-            return True
+    def __call__(self, host: str, port: int | None, path: str) -> Answer | None:
+        """The local answer if the URL is on the list (the first pattern's), else None."""
+        found = self._paths.get(path)
+        if found is not None:
+            return found
         if not (self._host_paths or self._globs):
-            return False
+            return None
         host = host.lower()
         candidates = (path, f"{host}{path}", f"{host}:{port}{path}")
-        if self._host_paths.intersection(candidates[1:]):
-            return True
-        return any(fnmatchcase(c, g) for g in self._globs for c in candidates)
+        for candidate in candidates[1:]:
+            found = self._host_paths.get(candidate)
+            if found is not None:
+                return found
+        for glob, answer in self._globs:
+            if any(fnmatchcase(c, glob) for c in candidates):
+                return answer
+        return None
 
 
 def _normalise(text: str) -> str:

@@ -32,13 +32,12 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Iterable
-from http import HTTPStatus
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from .._core._exceptions import UnsupportedLibrary
 from .._core._modes import Mode
-from .._store._cassette import Recording
+from .._store._cassette import Recording, reason_of
 from ._engine import Decoder, Exchange, Tape, decoder, is_stream, route
 from ._patch import Footprint, Restore, is_unhooked, library, replace
 
@@ -137,13 +136,6 @@ async def _body_of(request: Any) -> bytes:
     return b"" if isinstance(body, bytes) else bytes(await body.as_bytes())
 
 
-def _reason(status: int) -> str:
-    try:
-        return HTTPStatus(status).phrase
-    except ValueError:
-        return ""
-
-
 class _Wire:
     """Stands in for the connection protocol a ``StreamReader`` throttles."""
 
@@ -217,26 +209,28 @@ class Kit:
     def of(aiohttp: ModuleType) -> Kit:
         return Kit(aiohttp)
 
-    def replayed(self, req: Any, recording: Recording, reason: str | None = None) -> Any:
+    def replayed(self, req: Any, recording: Recording) -> Any:
         chunks = recording.chunks if recording.chunks is not None else [recording.body]
         reader = self.ReplayReader(self, chunks, recording.stream_error, req.loop)
         status = recording.status
-        return self.response(req, status, reason or _reason(status), recording.headers, reader)
+        return self.response(req, status, reason_of(recording), recording.headers, reader)
 
     async def record(self, req: Any, exchange: Exchange, live: Any, decoded: bool) -> Any:
         headers = [(str(name), value) for name, value in live.headers.items()]  # str, not istr
         decode = None if decoded else decoder(live.headers.get("content-encoding", ""))
+        reason = live.reason
         if is_stream(live.headers.get("content-type", "")):
-            tape = exchange.tape(live.status, headers)
-            relay = self.RelayReader(self, live, tape, decode, req.loop)
-            return self.response(req, live.status, live.reason or "", tape.headers, relay)
+            tape = exchange.tape(live.status, headers, reason)
+            chunked = "chunked" in live.headers.get("transfer-encoding", "").lower()
+            relay = self.RelayReader(self, live, tape, decode, chunked, req.loop)
+            return self.response(req, live.status, reason or "", tape.headers, relay)
         try:
             body = await live.read()
         finally:
             live.release()
         if decode is not None:
             body = decode.whole(body)
-        return self.replayed(req, exchange.record(live.status, headers, body), live.reason)
+        return self.replayed(req, exchange.record(live.status, headers, body, reason))
 
     def response(
         self, req: Any, status: int, reason: str, headers: list[tuple[str, str]], content: Any
@@ -329,28 +323,53 @@ class ReplayReader(ChunkReader):
 
 
 class RelayReader(ChunkReader):
-    """Passes a live stream on chunk by chunk (decoded), taping each chunk for the cassette."""
+    """Passes a live stream on chunk by chunk (decoded), taping each chunk for the cassette.
 
-    def __init__(self, kit: Kit, live: Any, tape: Tape, decode: Decoder | None, loop: Any) -> None:
+    A chunk is what aiohttp reports as one: of a chunked response, one HTTP
+    chunk, however many reads it took to arrive (``readchunk`` says where one
+    ends); of any other, what each read brought. So a server's event written as
+    one chunk in two TCP pieces is one chunk here, in the cassette and in replay,
+    as ``iter_chunks()`` reports it without ghostrun.
+    """
+
+    def __init__(
+        self, kit: Kit, live: Any, tape: Tape, decode: Decoder | None, chunked: bool, loop: Any
+    ) -> None:
         super().__init__(kit, loop)
-        self.live, self.tape, self.decode = live, tape, decode
+        self.live, self.tape, self.decode, self.chunked = live, tape, decode, chunked
+        self.pending = b""  # the start of an HTTP chunk whose end has not arrived
 
     async def pull(self) -> None:
-        try:
-            chunk, end_of_chunk = await self.live.content.readchunk()
-        except self.kit.aiohttp.ClientError as exc:  # the stream broke: record the break
-            self.tape.finish(exc)
-            self.live.close()
-            self.fail(exc)
-        end = not chunk and not end_of_chunk  # (b"", False) is the end of the stream
-        if self.decode is not None:
-            chunk = self.decode.decode(chunk) + (self.decode.flush() if end else b"")
+        while True:
+            try:
+                data, end_of_chunk = await self.live.content.readchunk()
+            except self.kit.aiohttp.ClientError as exc:  # the stream broke: record the break
+                if self.pending:  # what arrived of the last chunk first (the break comes next)
+                    self.hand_on(self.take_pending())
+                    return
+                self.tape.finish(exc)
+                self.live.close()
+                self.fail(exc)
+            end = not data and not end_of_chunk  # (b"", False) is the end of the stream
+            if self.decode is not None:
+                data = self.decode.decode(data) + (self.decode.flush() if end else b"")
+            if self.chunked and not (end_of_chunk or end):
+                self.pending += data  # the rest of this chunk is still on its way
+                continue
+            self.hand_on(self.take_pending() + data)
+            if end:
+                self.tape.finish()
+                self.feed_eof()
+            return
+
+    def take_pending(self) -> bytes:
+        pending, self.pending = self.pending, b""
+        return pending
+
+    def hand_on(self, chunk: bytes) -> None:
         if chunk:
             self.tape.chunks.append(chunk)
             self.give(chunk)
-        if end:
-            self.tape.finish()
-            self.feed_eof()
 
     def set_exception(self, exc: BaseException, *args: Any, **kwargs: Any) -> None:
         """The response was released or closed before the end: keep what arrived."""

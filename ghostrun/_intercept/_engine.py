@@ -18,16 +18,18 @@ library::
     with exchange.sending():               # any intercepted library below passes through
         live = send(request)
     # a whole body, decoded (see `decoder` when the library left it compressed):
-    recording = exchange.record(live.status, live_header_pairs, body)
+    recording = exchange.record(live.status, live_header_pairs, body, live.reason)
     return library_response(recording)     # recording.headers: the live ones, minus framing
     # or a stream (`is_stream(content_type)`), recorded chunk by chunk as the caller reads:
-    tape = exchange.tape(live.status, live_header_pairs)
+    tape = exchange.tape(live.status, live_header_pairs, live.reason)
     tape.chunks.append(chunk)              # for each chunk handed on
     tape.finish() / tape.finish(error)     # at the end, at a break, at close: once
 
 ``url_parts`` are ``(scheme, host, port or None, path, raw query string)``;
 ``headers`` a sequence of ``(lower-case name, value)`` pairs, which may be lazy
-(replaying JSON never reads them); ``body`` the request body as bytes.
+(replaying JSON never reads them); ``body`` the request body as bytes. The
+reason phrase is the one the library shows (None where it has none, as over
+HTTP/2); an adapter hands on ``_store._cassette.reason_of(recording)``.
 
 What the engine guarantees for every road:
 
@@ -38,8 +40,9 @@ What the engine guarantees for every road:
   (A request the outer layer passes through, to a host no session lists,
   reaches the inner one unmarked, which decides the same: only the
   ``passed_through`` count sees it twice.)
-- **Telemetry** (``.._telemetry``): never recorded; answered locally with an
-  empty success except in ``record`` mode.
+- **Telemetry** (``.._telemetry``): never recorded; answered locally as the
+  real endpoint answers (OpenAI's trace ingest: ``204``, no body) except in
+  ``record`` mode.
 - **No billed retries.** A cassette that cannot be written does not fail the
   request: the response is handed on and the error is raised when the session
   exits (``.._exceptions`` says why), so no SDK retry loop can resend it.
@@ -67,6 +70,7 @@ from .._recording._deck import Deck, RequestInfo
 from .._recording._session import bypass_interception, current_deck, passing_through
 from .._secrets._credentials import is_credential_header
 from .._store._cassette import Recording
+from .._wire._bodies import stream_kind
 
 __all__ = [
     "DROPPED_HEADERS",
@@ -80,13 +84,9 @@ __all__ = [
     "route",
 ]
 
-EMPTY_SUCCESS = Recording(200, [("content-type", "application/json")], b"{}")
-"""The local answer to telemetry in replay: a 200 with ``{}``, which every exporter accepts."""
-
 DROPPED_HEADERS = frozenset({"content-length", "content-encoding", "transfer-encoding"})
 """Framing headers of the live response, dropped from what is handed on: bodies are decoded."""
 
-_STREAM_TYPES = ("text/event-stream", "ndjson", "jsonl", "vnd.amazon.eventstream")
 _LLM_CALL = re.compile(
     r"/chat/completions|/v\d\w*/(?:messages|responses|completions|embeddings|chat|rerank)\b"
     r"|:(?:stream)?generatecontent|:(?:batch)?embedcontents?|:predict\b"
@@ -167,11 +167,12 @@ class Exchange:
 
         Raises `CacheMiss` when replay mode has no recording for the request.
         """
-        if self.telemetry:
+        answer = self.telemetry
+        if answer is not None:
             if self.deck.mode is Mode.RECORD:
                 self.deck.passed_through += 1
                 return None
-            return EMPTY_SUCCESS
+            return Recording(answer[0], list(answer[1]), answer[2])
         recording = self.deck.plan(self.info)
         if recording is not None:
             self._note(recording.status, recording.headers, self.deck.mode is Mode.REPLAY)
@@ -198,19 +199,28 @@ class Exchange:
         """Wrap the real send in it: intercepted libraries it calls pass through."""
         return bypass_interception()
 
-    def record(self, status: int, headers: Iterable[tuple[str, str]], body: bytes) -> Recording:
-        """Record a whole response (body decoded); return what to hand on."""
-        recording = Recording(status, hand_on_headers(headers), body)
-        if not self.telemetry:
+    def record(
+        self,
+        status: int,
+        headers: Iterable[tuple[str, str]],
+        body: bytes,
+        reason: str | None = None,
+    ) -> Recording:
+        """Record a whole response (body decoded, ``reason`` its phrase if the library
+        says); return what to hand on."""
+        recording = Recording(status, hand_on_headers(headers), body, reason=reason)
+        if self.telemetry is None:
             _commit(self.deck, self.info, recording)
         self._note(status, recording.headers, False)
         return recording
 
-    def tape(self, status: int, headers: Iterable[tuple[str, str]]) -> Tape:
+    def tape(
+        self, status: int, headers: Iterable[tuple[str, str]], reason: str | None = None
+    ) -> Tape:
         """Start recording a streamed response; ``tape.headers`` are the ones to hand on."""
         handed_on = hand_on_headers(headers)
         self._note(status, handed_on, False)
-        return Tape(self, status, handed_on)
+        return Tape(self, status, handed_on, reason)
 
 
 class Tape:
@@ -220,10 +230,17 @@ class Tape:
     mid-way is stored the same way whichever library read it.
     """
 
-    __slots__ = ("chunks", "done", "exchange", "headers", "status")
+    __slots__ = ("chunks", "done", "exchange", "headers", "reason", "status")
 
-    def __init__(self, exchange: Exchange, status: int, headers: list[tuple[str, str]]) -> None:
+    def __init__(
+        self,
+        exchange: Exchange,
+        status: int,
+        headers: list[tuple[str, str]],
+        reason: str | None = None,
+    ) -> None:
         self.exchange, self.status, self.headers = exchange, status, headers
+        self.reason = reason
         self.chunks: list[bytes] = []
         self.done = False
 
@@ -232,10 +249,12 @@ class Tape:
         if self.done:
             return
         self.done = True
-        if self.exchange.telemetry:
+        if self.exchange.telemetry is not None:
             return
         broke = (type(error).__name__, str(error)) if error is not None else None
-        recording = Recording(self.status, self.headers, chunks=self.chunks, stream_error=broke)
+        recording = Recording(
+            self.status, self.headers, chunks=self.chunks, stream_error=broke, reason=self.reason
+        )
         _commit(self.exchange.deck, self.exchange.info, recording)
 
 
@@ -262,9 +281,9 @@ def hand_on_headers(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]
 
 
 def is_stream(content_type: str) -> bool:
-    """True for a streamed response (SSE, NDJSON, JSON lines, AWS event stream)."""
-    ctype = content_type.lower()
-    return any(kind in ctype for kind in _STREAM_TYPES)
+    """True for a streamed response: SSE, NDJSON, JSON lines, Cohere's ``stream+json``,
+    AWS event stream (`_wire._bodies.STREAM_TYPES`)."""
+    return stream_kind(content_type) is not None
 
 
 class Decoder:

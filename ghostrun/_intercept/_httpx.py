@@ -143,6 +143,12 @@ def _received(headers: Any) -> list[tuple[str, str]]:
     return [(k.decode(encoding), v.decode(encoding)) for k, v in headers.raw]
 
 
+def _reason(response: Any) -> str | None:
+    """The phrase the server sent, if the transport says (HTTP/2 has none: then None)."""
+    phrase = response.extensions.get("reason_phrase")
+    return phrase.decode("latin-1") if isinstance(phrase, bytes) else None
+
+
 class _HeaderPairs(LazyHeaders):
     """``headers.multi_items()``, built when first read: replaying JSON never reads them."""
 
@@ -213,8 +219,11 @@ class Flavor:
             stream: Any = self.ReplayStream(self, chunks, recording.stream_error)
         else:
             stream = self.ByteStream(recording.body)
+        extensions: dict[str, Any] = {"ghostrun": tag}
+        if recording.reason is not None:  # else httpx gives the standard phrase
+            extensions["reason_phrase"] = recording.reason.encode("latin-1", "replace")
         return self.Response(
-            recording.status, headers=recording.headers, stream=stream, extensions={"ghostrun": tag}
+            recording.status, headers=recording.headers, stream=stream, extensions=extensions
         )
 
     def record(self, exchange: Exchange, response: Any) -> Any:
@@ -241,14 +250,14 @@ class Flavor:
         self, exchange: Exchange, response: Any, headers: list[tuple[str, str]], stream: type[Any]
     ) -> Any:
         """A live stream handed on as the client reads it, each chunk taped (`record`'s twins)."""
-        tape = exchange.tape(response.status_code, headers)
+        tape = exchange.tape(response.status_code, headers, _reason(response))
         return self._handed_on(response, tape.headers, stream(self, response, tape))
 
     def _kept(
         self, exchange: Exchange, response: Any, headers: list[tuple[str, str]], body: bytes
     ) -> Any:
         """A live body read whole: recorded, then handed on (`record`'s twins)."""
-        recording = exchange.record(response.status_code, headers, body)
+        recording = exchange.record(response.status_code, headers, body, _reason(response))
         return self._handed_on(response, recording.headers, self.ByteStream(body))
 
     def _handed_on(self, response: Any, headers: list[tuple[str, str]], stream: Any) -> Any:

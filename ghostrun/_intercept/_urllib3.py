@@ -32,13 +32,12 @@ import inspect
 import io
 import re
 from collections.abc import Callable, Iterable, Iterator
-from http import HTTPStatus
 from types import ModuleType
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from .._core._exceptions import UnsupportedLibrary
-from .._store._cassette import Recording
+from .._store._cassette import Recording, reason_of
 from ._engine import Exchange, Tape, is_stream, route
 from ._patch import Restore, library, replace
 
@@ -187,30 +186,39 @@ class _Reply:
         """From the cassette; its pool connection (never opened) goes back once it is read."""
         chunked, connection = _is_chunked(recording), self.kw.get("response_conn")
         wire = _replay_wire(recording)
-        return self._response(recording.status, recording.headers, wire, chunked, connection)
+        return self._response(
+            recording.status, reason_of(recording), recording.headers, wire, chunked, connection
+        )
 
     def recorded(self, exchange: Exchange, live: Any) -> Any:
         """Sent for real: tape a stream as the caller reads it, or read and record a whole body."""
-        headers = _received(live)
+        headers, reason = _received(live), live.reason
         if not is_stream(live.headers.get("content-type", "")):
-            recording = exchange.record(live.status, headers, live.read(decode_content=True))
-            return self._response(recording.status, recording.headers, _replay_wire(recording))
-        tape = exchange.tape(live.status, headers)
+            body = live.read(decode_content=True)
+            recording = exchange.record(live.status, headers, body, reason)
+            wire = _replay_wire(recording)
+            return self._response(recording.status, reason or "", recording.headers, wire)
+        tape = exchange.tape(live.status, headers, reason)
         wire = _relay(self.urllib3, live, tape)
         on_close = functools.partial(_abandon, live, tape)
-        return self._response(tape.status, tape.headers, wire, True, on_close=on_close)
+        return self._response(
+            tape.status, reason or "", tape.headers, wire, True, on_close=on_close
+        )
 
     def _response(
         self,
         status: int,
+        reason: str,
         headers: list[tuple[str, str]],
         body: Iterator[bytes],
         chunked: bool = False,
         connection: Any = None,
         on_close: Callable[[], None] | None = None,
     ) -> Any:
-        """A real ``urllib3.HTTPResponse`` reading ``body`` (whole, or HTTP chunks) off a wire."""
-        reason = _reason(status)
+        """A real ``urllib3.HTTPResponse`` reading ``body`` (whole, or HTTP chunks) off a wire,
+        with the reason phrase given (the provider's, as recorded or received)."""
+        if not _one_line(reason):  # a hand-edited cassette: never a second line on the wire
+            reason = ""
         if chunked:
             framing = ("transfer-encoding", "chunked")
         else:
@@ -368,13 +376,6 @@ def _live_chunks(live: Any) -> Iterable[bytes]:
 
 def _chunk(data: bytes) -> bytes:
     return b"%x\r\n%s\r\n" % (len(data), data)
-
-
-def _reason(status: int) -> str:
-    try:
-        return HTTPStatus(status).phrase
-    except ValueError:
-        return ""
 
 
 class _Wire(io.RawIOBase):

@@ -24,15 +24,16 @@ import copy
 import itertools
 import os
 import threading
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, urlsplit
 
 from .._core._config import block_network_default, resolve_mode, settings
-from .._core._exceptions import CacheMiss, CassetteError, DamagedCassette
+from .._core._exceptions import AuthFailureWarning, CacheMiss, CassetteError, DamagedCassette
 from .._core._files import ensure_dir
 from .._core._hosts import PROVIDER_HOSTS, HostMatcher
 from .._core._lock import cassette_lock
@@ -72,7 +73,7 @@ Redactor = Callable[[dict[str, Any]], dict[str, Any] | None]
 it (or None, having edited it in place). Exported as ``ghostrun.Redactor``."""
 
 Hook = Callable[["Deck"], None]
-_AUTH_FAILURES = frozenset({401, 403, 407})
+_AUTH_FAILURES = frozenset({401, 403, 407})  # recorded, and said at exit (`_warn_auth`)
 _UNREAD: Any = object()
 
 
@@ -197,7 +198,8 @@ class Deck:
         self._cursor: dict[str, int] = {}  # per key: the next response of its run to use
         self._run_of: dict[str, str | None] = {}  # per key: the run (label) this session uses
         self._recorded_here: dict[str, int] = {}
-        self._transient_at: dict[str, int] = {}  # per key: where it last wrote a 429/5xx
+        self._transient_at: dict[str, int] = {}  # per key: where it last wrote a 408/429/5xx
+        self._auth_failures: dict[str, set[int]] = {}  # per host: the 401/403s it recorded
         self._unraised: list[CacheMiss] = []
         self._write_errors: list[Exception] = []
         self.warned_unlisted = False  # the engine's UnlistedHostWarning: once per session
@@ -229,10 +231,13 @@ class Deck:
             unraised, self._unraised = self._unraised, []
             write_errors, self._write_errors = self._write_errors, []
             closing, self._on_close = self._on_close, []
+            auth_failures, self._auth_failures = self._auth_failures, {}
         for finish in closing:
             finish()
         for closed in _hooks.closed:
             closed(self)
+        if auth_failures:
+            self._warn_auth(auth_failures)
         if unraised and not carries_miss(exc):
             raise unraised[0] from exc
         if write_errors and exc is not write_errors[0]:
@@ -300,18 +305,22 @@ class Deck:
     def commit(self, info: RequestInfo, recording: Recording) -> None:
         """Write a response just received; a retried-past transient failure is replaced.
 
-        An authentication failure (401, 403, 407) is handed on but never written:
-        replayed, it would keep answering "bad key" long after the key was fixed.
+        Every status the provider sent is written, in order, but a transient
+        failure (408, 429, 5xx) the SDK retried past. An authentication failure
+        (401, 403, 407) is written too, so replay answers as the provider did
+        (the app's error handling can be tested), and is said once when the
+        session closes (`_warn_auth`), so a recording made with a bad key is noticed.
         A key with no cassette yet gets a new file, made only if none appeared
         meanwhile (`_create`). Any other write is a read-modify-write of the cassette
         under its lock (`ghostrun._core._lock`): the file is read again once the lock
         is held, so a response another session or process added meanwhile is kept.
         """
-        if recording.status in _AUTH_FAILURES:
-            return
         key = info.key
         path = self._prefix + key + ".json"
         with self._lock:
+            if recording.status in _AUTH_FAILURES:
+                host = urlsplit(info.url).hostname or "?"
+                self._auth_failures.setdefault(host, set()).add(recording.status)
             entry = self._entry(info, recording)
             if os.path.lexists(path) or not self._create(path, info, entry):
                 ensure_dir(self.cassette_dir)
@@ -404,6 +413,7 @@ class Deck:
                 recording.body,
                 recording.chunks,
                 recording.stream_error,
+                recording.reason,
             ),
             _content_type(recording.headers),
         )
@@ -443,6 +453,19 @@ class Deck:
         entry = entry if scrubbed is None else scrubbed
         learn_hook_edits(before, entry, self.hook_edits)  # runs/ shows what the cassette does
         return redact_entry(entry, secrets)  # the hook may not reintroduce a secret
+
+    def _warn_auth(self, failures: dict[str, set[int]]) -> None:
+        """Say once that the session recorded authentication failures, and from where."""
+        hosts = ", ".join(sorted(failures))
+        statuses = ", ".join(map(str, sorted(set().union(*failures.values()))))
+        warnings.warn(
+            f"ghostrun: recorded an authentication failure from {hosts}: check the key "
+            f"(HTTP {statuses}, session {self.name or '(unnamed)'}). The cassette replays it "
+            "as the provider answered; once the key is fixed, record again with "
+            "GHOSTRUN_MODE=record.",
+            AuthFailureWarning,
+            stacklevel=4,
+        )
 
     def write_failed(self, exc: Exception) -> None:
         """A response could not be written: handed on anyway, ``exc`` raised at exit.

@@ -98,10 +98,13 @@ _REQUEST_HEADERS = frozenset(
         "x-stainless-helper-method",
     }
 )
-# Response headers are kept by this safe-list (DESIGN §3, exact; §4): the standard,
-# non-identifying HTTP headers and the providers' own harmless ones, so replay hands
-# the code the headers it saw live. Anything else goes, and so does anything in the
-# list that `_identifying_response_header` says names an account or holds a credential.
+# Response headers are kept by this safe-list (DESIGN §3, exact; §4), which decides by
+# family first (`keep_response_header`). The standard, non-identifying HTTP headers and
+# the standard families (`_STANDARD_FAMILIES`) are kept whatever words their names hold:
+# the standard fixes what their values are (a date, an origin, a boolean), and none is a
+# secret. The providers' families (`_PROVIDER_FAMILIES`) name anything, so a name among
+# them is kept unless `_identifying_response_header` says it names an account or holds
+# a credential. Anything else goes.
 _RESPONSE_HEADERS = frozenset(
     {
         # What the body is, and how to read it.
@@ -166,14 +169,17 @@ _RESPONSE_HEADERS = frozenset(
         "x-api-warning",
     }
 )
-_RESPONSE_HEADER_PREFIXES = (
+_STANDARD_FAMILIES = (
+    # Cross-origin rules for browsers (Fetch standard): the same for every client.
+    # access-control-allow-credentials is "true", not a credential.
+    "access-control-",
+    "cross-origin-",
+)
+_PROVIDER_FAMILIES = (
     # Rate limits: what the SDKs and apps throttle by (OpenAI, Groq, Anthropic, IETF).
     "x-ratelimit-",
     "ratelimit-",
     "anthropic-ratelimit-",
-    # Cross-origin rules for browsers: the same for every client.
-    "access-control-",
-    "cross-origin-",
     # Providers' own headers: API version, processing time, model, region, Bedrock's
     # token counts and error type (botocore builds its exceptions from x-amzn-errortype).
     # The account and credential ones among them go (`_identifying_response_header`).
@@ -275,10 +281,12 @@ def keep_request_header(name: str) -> bool:
 # Response header names are few and repeat on every recording: each verdict is worked out once.
 @functools.lru_cache(maxsize=1024)
 def keep_response_header(name: str) -> bool:
-    """True for a response header a cassette keeps (the safe-list above, minus identifiers)."""
+    """True for a response header a cassette keeps: by family first (the safe-list above),
+    then, in a provider's family, unless it identifies or holds a credential."""
     name = name.lower()
-    listed = name in _RESPONSE_HEADERS or name.startswith(_RESPONSE_HEADER_PREFIXES)
-    return listed and not _identifying_response_header(name)
+    if name in _RESPONSE_HEADERS or name.startswith(_STANDARD_FAMILIES):
+        return True
+    return name.startswith(_PROVIDER_FAMILIES) and not _identifying_response_header(name)
 
 
 def _identifying_response_header(name: str) -> bool:

@@ -4,6 +4,7 @@
       "key": "<32 hex digits>",
       "request": {"body": BODY, "headers": {...}, "method": ..., "url": ...},
       "responses": [{"body": BODY, "headers": {...}, "status": 200,
+                     "reason": "PermissionDenied"?,
                      "stream_error": {"message": ..., "type": ...}?}, ...],
       "version": 2
     }
@@ -17,6 +18,11 @@ gives back the bytes received (DESIGN §3, exact). Bodies are stored decoded
 Key order: the file's own keys and the request are sorted, so diffs stay small;
 a response's headers and body keep the provider's order, which replay
 reproduces (a header sent twice keeps its values in order, under one name).
+
+``reason`` is the status line's phrase, written only when the provider sent
+another than the standard one (an empty one, Azure's ``PermissionDenied``); a
+file without it replays the standard phrase, as files before it did. An older
+ghostrun reads a file with it and ignores it, so it needed no new version.
 
 Version 2 added the body modifiers (``format``, ``carry``) and the provider's
 order in responses. A version 1 file (all keys sorted, JSON bodies replayed
@@ -40,6 +46,7 @@ Every file is validated on read (`ghostrun._store._validate`): a bad one raises
 from __future__ import annotations
 
 from dataclasses import dataclass
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +71,8 @@ __all__ = [
     "encode_body",
     "encode_response",
     "read_run",
+    "reason_of",
+    "standard_reason",
 ]
 
 FORMAT_VERSION = _validate.FORMAT_VERSIONS["cassette"]
@@ -80,11 +89,26 @@ class Recording:
     body: bytes = b""
     chunks: list[bytes] | None = None  # set for streamed responses
     stream_error: tuple[str, str] | None = None  # (exception type, message)
+    reason: str | None = None  # the status line's phrase, if not the standard one (`reason_of`)
 
     @property
     def transient(self) -> bool:
-        """A failure an SDK retries past (429, 5xx): not worth keeping if it did."""
-        return self.status == 429 or self.status >= 500
+        """A failure an SDK retries past (408, 429, 5xx): not worth keeping if it did."""
+        return self.status in (408, 429) or self.status >= 500
+
+
+def standard_reason(status: int) -> str:
+    """The reason phrase HTTP gives ``status`` (``""`` for a status it names not)."""
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return ""
+
+
+def reason_of(recording: Recording) -> str:
+    """The reason phrase to hand on: the one recorded, else the standard one."""
+    reason = recording.reason
+    return standard_reason(recording.status) if reason is None else reason
 
 
 class Cassette:
@@ -212,7 +236,20 @@ def encode_response(recording: Recording, content_type: str) -> dict[str, Any]:
     if recording.stream_error is not None:
         kind, message = recording.stream_error
         entry["stream_error"] = {"type": kind, "message": message}
+    if _kept_reason(recording):
+        entry["reason"] = recording.reason
     return entry
+
+
+def _kept_reason(recording: Recording) -> bool:
+    """Whether a response's reason phrase is written: only if it is not the standard one
+    (most files never hold one) and fits in a status line (a file may not hold another)."""
+    reason = recording.reason
+    return (
+        reason is not None
+        and reason != standard_reason(recording.status)
+        and _validate.valid_reason(reason)
+    )
 
 
 def _decode_response(raw: dict[str, Any], path: str | Path) -> Recording:
@@ -225,7 +262,9 @@ def _decode_response(raw: dict[str, Any], path: str | Path) -> Recording:
             and body.keys() <= _JSON_KEYS
             and "stream_error" not in raw
         ):
-            recording = Recording(status, headers, json_body_bytes(body))  # nearly every one
+            recording = Recording(  # nearly every one
+                status, headers, json_body_bytes(body), reason=raw.get("reason")
+            )
         else:
             decoded = decode_body(body or {"text": ""})
             error = raw.get("stream_error")
@@ -235,6 +274,7 @@ def _decode_response(raw: dict[str, Any], path: str | Path) -> Recording:
                 body=decoded if isinstance(decoded, bytes) else b"",
                 chunks=decoded if isinstance(decoded, list) else None,
                 stream_error=(str(error["type"]), str(error["message"])) if error else None,
+                reason=raw.get("reason"),
             )
     except (KeyError, TypeError, ValueError) as exc:
         raise CassetteError(f"corrupt cassette {path}: bad response entry ({exc})") from exc

@@ -26,6 +26,7 @@ from __future__ import annotations
 import base64
 import binascii
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
@@ -50,6 +51,7 @@ __all__ = [
     "check",
     "load",
     "newer_version",
+    "valid_reason",
 ]
 
 Kind = Literal["cassette", "verdict", "run log"]
@@ -179,8 +181,8 @@ def _plain_cassette(document: Any, stem: str) -> bool:
 
 
 def _plain_response(response: Any) -> bool:
-    if type(response) is not dict or "stream_error" in response:
-        return False
+    if type(response) is not dict or "stream_error" in response or "reason" in response:
+        return False  # a break, or a phrase of the provider's own: `_response` checks them
     status = response.get("status")
     if type(status) is not int or not 100 <= status <= 599:
         return False
@@ -498,6 +500,23 @@ def _response(value: Any, where: str) -> None:
     _optional(response, "body", where, _body)
     _optional(response, "stream_error", where, _stream_error)
     _optional(response, "session", where, _str)
+    _optional(response, "reason", where, _reason)
+
+
+_REASON = re.compile(r"[\t\x20-\x7e\x80-\xff]{0,512}")
+"""A reason phrase as HTTP/1.1 allows it (RFC 9112: tab, space, visible and obs-text
+characters), never a line break: replay writes it into a status line."""
+
+
+def valid_reason(value: str) -> bool:
+    """Whether a cassette may hold ``value`` as a reason phrase (the writer asks too)."""
+    return _REASON.fullmatch(value) is not None
+
+
+def _reason(value: Any, where: str) -> None:
+    _str(value, where)
+    if not valid_reason(value):
+        raise Invalid(where, "not a reason phrase (one line, at most 512 Latin-1 characters)")
 
 
 def _stream_error(value: Any, where: str) -> None:

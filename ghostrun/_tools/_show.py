@@ -65,9 +65,10 @@ def render_cassette(path: Path, cassette: dict[str, Any]) -> str:
         *_body(request.get("body")),
     ]
     for index, response in enumerate(responses, 1):
+        reason = f" reason {response['reason']!r}" if "reason" in response else ""
         lines += [
             "",
-            f"RESPONSE {index} of {len(responses)}  status {response.get('status', '?')}",
+            f"RESPONSE {index} of {len(responses)}  status {response.get('status', '?')}{reason}",
             *_headers(response.get("headers") or {}),
             *_body(response.get("body")),
         ]

@@ -55,6 +55,7 @@ __all__ = [
     "encode_chunks",
     "encode_response_body",
     "json_body_bytes",
+    "stream_kind",
 ]
 
 Serialiser = Callable[[Any], bytes]
@@ -169,13 +170,37 @@ def json_body_bytes(body: dict[str, Any]) -> bytes:
 
 # -- streams -------------------------------------------------------------------------
 
+STREAM_TYPES: tuple[tuple[str, str], ...] = (
+    ("event-stream", "sse"),  # text/event-stream: OpenAI, Anthropic, Gemini, Mistral, ...
+    ("ndjson", "ndjson"),  # application/x-ndjson: Ollama, watsonx
+    ("jsonl", "ndjson"),  # application/jsonl, application/jsonlines
+    ("stream+json", "ndjson"),  # application/stream+json: Cohere's chat stream
+    ("amazon.eventstream", "eventstream"),  # application/vnd.amazon.eventstream: Bedrock
+)
+"""The streamed content types, by a part of their media type, and how each is stored.
+
+A response of one of these types is a stream on every road: handed on chunk by
+chunk as it arrives while recording, stored as its chunks, replayed in them.
+``stream+json`` and JSON lines are newline-delimited JSON, so they store as ``ndjson``.
+"""
+
+
+def stream_kind(content_type: str) -> str | None:
+    """How a response of this content type is stored as a stream, or None: not a stream."""
+    media = content_type.partition(";")[0].strip().lower()
+    for part, kind in STREAM_TYPES:
+        if part in media:
+            return kind
+    return None
+
 
 def encode_chunks(chunks: list[bytes], content_type: str) -> dict[str, Any]:
     """A stream as readable text chunks, boundaries kept; base64 only if it is not UTF-8."""
-    ctype = content_type.lower()
-    if "amazon.eventstream" in ctype and (frames := _eventstream.encode_chunks(chunks)):
-        return {"eventstream": frames}
-    kind = "sse" if "event-stream" in ctype else "ndjson" if "ndjson" in ctype else "chunks"
+    kind = stream_kind(content_type) or "chunks"
+    if kind == "eventstream":
+        if frames := _eventstream.encode_chunks(chunks):
+            return {"eventstream": frames}
+        kind = "chunks"
     texts = _text_chunks(chunks)
     if texts is None:
         return {"chunks_base64": [base64.b64encode(chunk).decode("ascii") for chunk in chunks]}
