@@ -8,15 +8,26 @@
             │                      version, or cannot be written
             ├── UnsupportedHttpx   an installed HTTP library lacks the hook we wrap
             └── JudgeUnavailable   the judge cannot be reached or cannot answer
+        └── AssertionError
+            └── UnplayedSteps      a replayed test stopped before the steps its trajectory
+                                   recorded (``on_unplayed="fail"``)
     UserWarning
-    └── UnlistedHostWarning    a request that looks like an LLM call passed through
-                               unrecorded: its host is not listed
+    ├── UnlistedHostWarning    a request that looks like an LLM call passed through
+    │                          unrecorded: its host is not listed
+    └── UnplayedStepsWarning   the same as ``UnplayedSteps``, with ``on_unplayed="warn"``
 
 ``CacheMiss`` derives from ``BaseException`` on purpose, as pytest's own
 outcome exceptions do: SDKs (anthropic, groq) wrap any ``Exception`` from the
 transport in their connection error and retry it with backoff, and apps wrap
 LLM calls in ``except Exception`` fallbacks. Neither may turn a replay miss
 into a slow or silently green test.
+
+``UnplayedSteps`` is an ``AssertionError``, not a ``GhostrunError``: nothing is
+wrong with ghostrun or its files; the code under test behaved otherwise than
+when it was recorded (an agent that now stops after 2 of its 5 steps), which
+is a failure of the test, and pytest and unittest report it as one (``F``, not
+``E``). It is raised when the session exits, outside the code under test, so
+no ``except Exception`` in an app can swallow it.
 
 A cassette that cannot be written while recording (a read-only directory, a
 full disk, a failing ``redact=`` hook) raises its ordinary error, a
@@ -38,6 +49,8 @@ __all__ = [
     "GhostrunError",
     "JudgeUnavailable",
     "UnlistedHostWarning",
+    "UnplayedSteps",
+    "UnplayedStepsWarning",
     "UnsupportedHttpx",
 ]
 
@@ -78,3 +91,17 @@ class UnlistedHostWarning(UserWarning):
     Said once per session; the fix is in the message: list the host with
     ``hosts=[...]`` or ``GHOSTRUN_HOSTS``.
     """
+
+
+@public
+class UnplayedSteps(AssertionError):
+    """A replayed test ended having used fewer steps than its recorded trajectory holds.
+
+    The message lists the steps left unplayed: their endpoint and the first
+    words of their prompt.
+    """
+
+
+@public
+class UnplayedStepsWarning(UserWarning):
+    """Steps left unplayed by a replayed test whose ``on_unplayed`` is ``"warn"``."""
