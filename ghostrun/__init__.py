@@ -18,6 +18,8 @@ from ._core._exceptions import (
     GhostrunError,
     JudgeUnavailable,
     UnlistedHostWarning,
+    UnplayedSteps,
+    UnplayedStepsWarning,
     UnsupportedHttpx,
 )
 from ._core._hosts import PROVIDER_HOSTS
@@ -31,6 +33,7 @@ from ._recording._session import Session, session
 if TYPE_CHECKING:
     from ._assertions._expect import Expectation, ExpectationFailed, expect, expect_tool_calls
     from ._assertions._tool_calls import ToolCall, ToolCallExpectation
+    from ._assertions._trajectory import TrajectoryExpectation, expect_trajectory
     from ._integrations._unittest import TestCaseMixin
     from ._judging._judges import (
         CallableJudge,
@@ -54,9 +57,11 @@ _LAZY = {
     "RawVerdict": "._judging._judges",
     "TestCaseMixin": "._integrations._unittest",
     "ToolCall": "._assertions._tool_calls",
+    "TrajectoryExpectation": "._assertions._trajectory",
     "Verdict": "._judging._verdicts",
     "expect": "._assertions._expect",
     "expect_tool_calls": "._assertions._expect",
+    "expect_trajectory": "._assertions._trajectory",
 }
 
 
@@ -102,12 +107,16 @@ __all__ = [
     "TestCaseMixin",
     "ToolCall",
     "ToolCallExpectation",
+    "TrajectoryExpectation",
     "UnlistedHostWarning",
+    "UnplayedSteps",
+    "UnplayedStepsWarning",
     "UnsupportedHttpx",
     "Verdict",
     "__version__",
     "configure",
     "expect",
     "expect_tool_calls",
+    "expect_trajectory",
     "session",
 ]

@@ -30,7 +30,6 @@ from .._core._modes import Mode, parse_mode
 from .._core._public import public
 from .._core._telemetry import UrlList
 from ._deck import Arguments, Deck, Redactor
-from ._steps import Step
 
 __all__ = [
     "Session",
@@ -185,11 +184,6 @@ class Session:
     def on_unplayed(self) -> str:
         """What a replay that left recorded steps unplayed does: fail, warn or ignore."""
         return resolve_on_unplayed(self._deck.arguments.on_unplayed)
-
-    @property
-    def steps(self) -> list[Step]:
-        """The model calls of its latest entry, in order (what ``expect_trajectory`` reads)."""
-        return list(self._deck.steps)
 
     def __repr__(self) -> str:
         return (
