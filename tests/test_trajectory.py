@@ -213,3 +213,36 @@ def test_a_secret_in_a_prompt_or_a_tool_argument_never_reaches_the_trajectory(
     text = path.read_text()
     assert leaked not in text and KEY not in text
     assert '"note": "use ' in text  # the argument is there, masked
+
+
+@pytest.mark.parametrize("agent", sorted(AGENTS))
+def test_a_changed_tool_result_is_a_miss_at_its_step_showing_only_the_new_tool_message(
+    agent_provider: ProviderSimulator,
+    cassette_dir: Path,
+    new_process: Callable[[], None],
+    agent: str,
+) -> None:
+    run(AGENTS[agent], agent_provider, cassette_dir, "record")
+    agent_provider.stop()
+    new_process()
+
+    def changed(name: str, arguments: dict[str, Any]) -> str:
+        return default_results(name, arguments).replace("Monday", "Tuesday")
+
+    with pytest.raises(ghostrun.CacheMiss) as caught:
+        run(AGENTS[agent], agent_provider, cassette_dir, "replay", results=changed)
+    message = str(caught.value)
+    assert (
+        f"step 2 of 3 of {TEST}: the request differs from the recorded step 2" in message
+    ), message
+    assert "The history up to step 1 is unchanged; what step 2 added:" in message, message
+    changes = [
+        line.strip()[1:]
+        for line in message.splitlines()
+        if line.strip()[:1] in "+-" and not line.strip().startswith(("---", "+++"))
+    ]
+    assert changes and all(line.startswith("messages[") for line in changes), message
+    (tool_message,) = {line.split("]")[0] for line in changes}  # one message changed
+    assert any("Monday" in line for line in changes) and any("Tuesday" in line for line in changes)
+    assert "Where is my refund" not in message  # the user's turn, unchanged, is not shown
+    assert "Closest recorded request" not in message
