@@ -246,3 +246,34 @@ def test_a_changed_tool_result_is_a_miss_at_its_step_showing_only_the_new_tool_m
     assert any("Monday" in line for line in changes) and any("Tuesday" in line for line in changes)
     assert "Where is my refund" not in message  # the user's turn, unchanged, is not shown
     assert "Closest recorded request" not in message
+
+
+def test_check_and_prune_keep_the_cassettes_a_committed_trajectory_names(
+    agent_provider: ProviderSimulator,
+    cassette_dir: Path,
+    new_process: Callable[[], None],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from ghostrun._recording import _runlog
+    from ghostrun._tools import _cli
+
+    saved = _runlog.swap(_runlog.RunLog())
+    try:
+        run(tool_loop, agent_provider, cassette_dir, "record")
+        _runlog.write_run()
+        # A later run that did not run the agent's test (narrowed, or another script).
+        with ghostrun.session(cassette_dir=cassette_dir, hosts=LOOPBACK, name="other"):
+            tool_loop(agent_provider.base_url, max_steps=1)
+        _runlog.write_run()
+    finally:
+        _runlog.swap(saved)
+    capsys.readouterr()
+    assert _cli.main(["check", "--cassette-dir", str(cassette_dir)]) == 0
+    assert "OK: every cassette and verdict was used" in capsys.readouterr().out
+    assert _cli.main(["prune", "--yes", "--cassette-dir", str(cassette_dir)]) == 0
+    assert len(list(cassette_dir.glob("*.json"))) == 3
+
+    for path in trajectory_files(cassette_dir):
+        path.unlink()
+    assert _cli.main(["check", "--cassette-dir", str(cassette_dir)]) == 1
+    assert "2 stale cassettes" in capsys.readouterr().out  # step 1 is also "other"'s

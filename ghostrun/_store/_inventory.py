@@ -8,6 +8,11 @@ deleted. Leftovers are ghostrun's own temporary files whose writer is gone
 (killed mid-write: its process no longer runs, or the file is older than
 `TEMP_MAX_AGE`) and lock files nobody holds; ``prune`` removes them.
 
+Trajectories (``trajectories/<test>.json``) are validated too, and every
+cassette key one of them names counts as used (`Inventory.trajectory_keys`):
+a test's committed trajectory keeps its cassettes, even from a run that
+skipped it.
+
 `partial_run` says why the last run looks partial (it was narrowed with
 ``-k``, ``--lf`` or test paths, or ran fewer tests than the run before), since
 then the cassettes of the tests it skipped look unused.
@@ -27,6 +32,7 @@ from .._core._files import is_lock, is_temp, temp_owner
 from .._core._lock import is_held, try_remove_stale_lock
 from .._core._words import plural
 from . import _validate
+from ._trajectory import TRAJECTORIES
 
 __all__ = ["TEMP_MAX_AGE", "Inventory", "partial_run", "remove", "take"]
 
@@ -44,6 +50,8 @@ class Inventory:
     verdicts: list[Path] = field(default_factory=list)
     foreign: list[Path] = field(default_factory=list)
     leftovers: list[Path] = field(default_factory=list)
+    trajectories: list[Path] = field(default_factory=list)
+    trajectory_keys: set[str] = field(default_factory=set)  # the cassettes they name
 
 
 def take(directory: Path) -> Inventory:
@@ -57,9 +65,21 @@ def take(directory: Path) -> Inventory:
         for path in _files(folder):
             if path.suffix == ".json" and not path.name.startswith("."):
                 _sort(path, kind, into, found.foreign)
-    for folder in (directory, directory / "judge", directory / "runs"):
+    for path in _files(directory / TRAJECTORIES):
+        if path.suffix == ".json" and not path.name.startswith("."):
+            _trajectory(path, found)
+    for folder in (directory, directory / "judge", directory / "runs", directory / TRAJECTORIES):
         found.leftovers += [path for path in _files(folder) if _is_leftover(path)]
     return found
+
+
+def _trajectory(path: Path, found: Inventory) -> None:
+    """A trajectory, validated (a malformed one raises), and the cassette keys it names."""
+    document = _validate.load(path, "trajectory")
+    if document is None:
+        return
+    found.trajectories.append(path)
+    found.trajectory_keys.update(step["key"] for step in document["steps"])
 
 
 def _sort(path: Path, kind: _validate.Kind, into: list[Path], foreign: list[Path]) -> None:

@@ -282,7 +282,7 @@ def _unused(directory: Path) -> _Unused:
         )
     run = _runlog.load_run(last)
     found = _Unused(run, _inventory.take(directory))
-    used = set(run.get("cassettes_used") or ())
+    used = set(run.get("cassettes_used") or ()) | found.inventory.trajectory_keys
     found.cassettes = [p for p in found.inventory.cassettes if p.stem not in used]
     verdicts_used = run.get("verdicts_used")
     if verdicts_used is None:
