@@ -46,13 +46,20 @@ TOOLS = [
 ]
 
 
+SYSTEM = "You are a support agent. Use the tools."
+
+
 def tool_loop(
-    base_url: str, *, max_steps: int = 5, results: ToolResults = default_results
+    base_url: str,
+    *,
+    max_steps: int = 5,
+    results: ToolResults = default_results,
+    system: str = SYSTEM,
 ) -> str | None:
     """A hand-written openai tool loop: call the model, run its tools, until it answers."""
     client = openai.OpenAI(base_url=base_url + "/v1", api_key=KEY, max_retries=0)
     messages: list[dict[str, Any]] = [
-        {"role": "system", "content": "You are a support agent. Use the tools."},
+        {"role": "system", "content": system},
         {"role": "user", "content": QUESTION},
     ]
     for _ in range(max_steps):

@@ -77,7 +77,11 @@ def test_recording_writes_one_readable_trajectory_that_replay_leaves_unchanged(
     steps = document["steps"]
     assert [s["method"] for s in steps] == ["POST"] * 3
     assert all(s["endpoint"].endswith("/v1/chat/completions") for s in steps)
-    assert [[c["name"] for c in s["tool_calls"]] for s in steps] == [["lookup_order"], ["refund"], []]
+    assert [[c["name"] for c in s["tool_calls"]] for s in steps] == [
+        ["lookup_order"],
+        ["refund"],
+        [],
+    ]
     assert steps[0]["tool_calls"][0]["arguments"] == {"order_id": "A123"}
     assert all(s["tokens"]["in"] > 0 and s["tokens"]["out"] > 0 for s in steps)
     assert steps[1]["tokens"]["in"] > steps[0]["tokens"]["in"]  # the history grows
@@ -232,9 +236,9 @@ def test_a_changed_tool_result_is_a_miss_at_its_step_showing_only_the_new_tool_m
     with pytest.raises(ghostrun.CacheMiss) as caught:
         run(AGENTS[agent], agent_provider, cassette_dir, "replay", results=changed)
     message = str(caught.value)
-    assert (
-        f"step 2 of 3 of {TEST}: the request differs from the recorded step 2" in message
-    ), message
+    assert f"step 2 of 3 of {TEST}: the request differs from the recorded step 2" in message, (
+        message
+    )
     assert "The history up to step 1 is unchanged; what step 2 added:" in message, message
     changes = [
         line.strip()[1:]
@@ -242,7 +246,7 @@ def test_a_changed_tool_result_is_a_miss_at_its_step_showing_only_the_new_tool_m
         if line.strip()[:1] in "+-" and not line.strip().startswith(("---", "+++"))
     ]
     assert changes and all(line.startswith("messages[") for line in changes), message
-    (tool_message,) = {line.split("]")[0] for line in changes}  # one message changed
+    assert len({line.split("]")[0] for line in changes}) == 1  # one message changed
     assert any("Monday" in line for line in changes) and any("Tuesday" in line for line in changes)
     assert "Where is my refund" not in message  # the user's turn, unchanged, is not shown
     assert "Closest recorded request" not in message
@@ -277,3 +281,71 @@ def test_check_and_prune_keep_the_cassettes_a_committed_trajectory_names(
         path.unlink()
     assert _cli.main(["check", "--cassette-dir", str(cassette_dir)]) == 1
     assert "2 stale cassettes" in capsys.readouterr().out  # step 1 is also "other"'s
+
+
+def test_review_shows_the_tokens_a_prompt_change_costs_per_test_and_per_step(
+    agent_provider: ProviderSimulator,
+    tmp_path: Path,
+    new_process: Callable[[], None],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import json
+    import shutil
+
+    from agents_under_test import SYSTEM
+
+    from ghostrun._tools import _cli
+
+    before, after = tmp_path / "before", tmp_path / "after"
+    run(tool_loop, agent_provider, before, "record")
+    shutil.copytree(before, after)
+    new_process()
+    longer = SYSTEM + " Always check the order twice and be kind."
+    run(tool_loop, agent_provider, after, "record", system=longer)
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"gpt-sim": {"in": 2.5, "out": 10.0}}))
+    capsys.readouterr()
+
+    assert _cli.main(["review", str(before), str(after)]) == 0
+    text = capsys.readouterr().out
+    old, new = (
+        orjson.loads(next((d / "trajectories").glob("*.json")).read_bytes())["steps"]
+        for d in (before, after)
+    )
+    was, now = (sum(s["tokens"]["in"] for s in steps) for steps in (old, new))
+    assert now - was == 3 * 8  # eight more words in each of the three steps' prompts
+    assert f"{TEST}\n  tokens: in {was} -> {now} (+{now - was}), out " in text, text
+    first = (old[0]["tokens"]["in"], new[0]["tokens"]["in"])
+    assert f"    step 1: in {first[0]} -> {first[1]} (+8), out " in text, text
+    assert "request 1: POST http://127.0.0.1:" in text
+    assert text.splitlines()[1].endswith(f", tokens in {was} -> {now} (+{now - was}), out 9")
+
+    assert _cli.main(["review", str(before), str(after), "--format", "json"]) == 0
+    (test,) = json.loads(capsys.readouterr().out)["tests"]
+    assert test["name"] == TEST
+    assert test["tokens"]["before"]["in"] == was and test["tokens"]["after"]["in"] == now
+    assert [s["step"] for s in test["tokens"]["steps"]] == [1, 2, 3]
+
+    assert _cli.main(["review", str(before), str(after), "--prices", str(prices)]) == 0
+    priced = capsys.readouterr().out
+    cost = lambda steps: sum(  # noqa: E731
+        s["tokens"]["in"] * 2.5 / 1e6 + s["tokens"]["out"] * 10.0 / 1e6 for s in steps
+    )
+    assert f"cost ${cost(old):.4f} -> ${cost(new):.4f}" in priced, priced
+
+    from ghostrun._recording import _runlog
+
+    saved = _runlog.swap(_runlog.RunLog())
+    try:
+        new_process()
+        run(tool_loop, agent_provider, after, "replay", system=longer)
+        _runlog.write_run()
+    finally:
+        _runlog.swap(saved)
+    report = tmp_path / "report.html"
+    args = ["report", "--cassette-dir", str(after), "-o", str(report), "--prices", str(prices)]
+    assert _cli.main(args) == 0
+    page = report.read_text()
+    total_out = sum(s["tokens"]["out"] for s in new)
+    assert f"tokens: {now} in, {total_out} out, ${cost(new):.4f}" in page
+    assert f"(replayed, tokens: {new[0]['tokens']['in']} in, " in page

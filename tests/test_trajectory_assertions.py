@@ -68,7 +68,11 @@ def test_a_finished_run_passes_every_check(
             "tool calls in the order ['escalate']",
             "'escalate' was never called",
         ),
-        (lambda e: e.never_called("refund"), "no call to 'refund'", "'refund' was called at step 2"),
+        (
+            lambda e: e.never_called("refund"),
+            "no call to 'refund'",
+            "'refund' was called at step 2",
+        ),
         (lambda e: e.at_most_steps(2), "at most 2 steps", "3 steps"),
     ],
 )

@@ -92,7 +92,9 @@ class TrajectoryExpectation:
             if at
             else f"{wanted[0]!r} was never called"
         )
-        return self._check("tool_order", f"tool calls in the order {wanted!r}", at == len(wanted), reason)
+        return self._check(
+            "tool_order", f"tool calls in the order {wanted!r}", at == len(wanted), reason
+        )
 
     def never_called(self, name: str) -> TrajectoryExpectation:
         """No step called ``name``."""
@@ -125,9 +127,7 @@ class TrajectoryExpectation:
     def _names(self) -> list[str]:
         return [call["name"] for call in self.tool_calls]
 
-    def _check(
-        self, kind: str, expected: str, passed: bool, reason: str
-    ) -> TrajectoryExpectation:
+    def _check(self, kind: str, expected: str, passed: bool, reason: str) -> TrajectoryExpectation:
         run = self._story()
         check(
             kind=kind,

@@ -10,14 +10,14 @@ Put it first in the bases, for ``unittest.TestCase`` and
             reply = client.chat.completions.create(...)
             self.assertContainsIntent(reply, "apology")
 
-As vcrpy's ``VCRMixin`` does, ``setUp`` opens the session (named by the
-test's pytest node id, ``tests/test_x.py::ReplyTests::test_apology``, under
-pytest and ``python -m unittest`` alike: `_identity`) and ``addCleanup`` closes it, so ``setUp``, ``tearDown`` and
-the test share it. A ``CacheMiss`` the test swallowed is raised when the
-session closes, which unittest reports as an error of that test; a miss that
-already failed a test part is not reported twice. In an async test the
-session is visible to the test's task: ``setUp``, ``asyncSetUp``, the test
-and the cleanups run in one context.
+As vcrpy's ``VCRMixin`` does, ``setUp`` opens the session (named by the test's
+pytest node id, ``tests/test_x.py::ReplyTests::test_apology``, under pytest and
+``python -m unittest`` alike: `_identity`) and ``addCleanup`` closes it, so
+``setUp``, ``tearDown`` and the test share it. A ``CacheMiss`` the test
+swallowed is raised when the session closes, which unittest reports as an error
+of that test; a miss that already failed a test part is not reported twice. In
+an async test the session is visible to the test's task: ``setUp``,
+``asyncSetUp``, the test and the cleanups run in one context.
 
 The ``assert…`` methods are ``ghostrun.expect``, ``ghostrun.expect_tool_calls``
 and ``ghostrun.expect_trajectory`` (on the test's session) in unittest's

@@ -118,9 +118,7 @@ def _closest(
     return None if best is None else (best[1], best[2])
 
 
-def _diff(
-    recorded: Any, live: Any, name: str, hide: tuple[str, int] | None = None
-) -> list[str]:
+def _diff(recorded: Any, live: Any, name: str, hide: tuple[str, int] | None = None) -> list[str]:
     diff = list(
         difflib.unified_diff(
             _hidden(render_body(recorded), hide),
@@ -173,9 +171,7 @@ def _step_lines(
     earlier = _recorded_body(directory, steps[position - 1], ignore) if position else None
     kept = _shared_history(earlier, recorded, body)
     if kept:
-        lines.append(
-            f"  The history up to step {position} is unchanged; what step {number} added:"
-        )
+        lines.append(f"  The history up to step {position} is unchanged; what step {number} added:")
         name = f"step {number}, new messages"
         lines.extend(_diff(recorded, body, name, hide=kept))
     else:
@@ -202,7 +198,7 @@ def _shared_history(earlier: Any, recorded: Any, live: Any) -> tuple[str, int] |
     count = len(before)
     if theirs[:count] != before or mine[:count] != before:
         return None
-    field = next(n for n in ("messages", "input", "contents") if values[0].get(n) is before)
+    field = next(n for n in ("messages", "input", "contents") if values[0].get(n) is before)  # type: ignore[union-attr]  # a conversation: an object
     return field, count
 
 

@@ -18,11 +18,13 @@ by reference, and nothing here runs on the replay path.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import orjson
 
@@ -35,6 +37,7 @@ __all__ = [
     "ToolCall",
     "answer_text",
     "endpoint",
+    "model_name",
     "new_messages",
     "prompt_words",
     "request_messages",
@@ -51,6 +54,7 @@ _OUT = ("completion_tokens", "output_tokens", "candidatesTokenCount", "outputTok
 _USAGE_HOLDERS = ("usage", "usageMetadata")
 _NESTED = ("response", "message", "metadata")
 _MESSAGE_LISTS = ("messages", "input", "contents")
+_MODEL_IN_URL = re.compile(r"/models?/([^/:]+)")  # Gemini's models/NAME:…, Bedrock's model/ID/…
 
 
 @dataclass(slots=True)
@@ -70,6 +74,14 @@ class Step:
 
     def request_json(self) -> Any:
         return _loads(self.body)
+
+
+def model_name(body: Any, url: str) -> str | None:
+    """The model a request asked for: its ``model`` field, else the one its URL names."""
+    if isinstance(body, dict) and isinstance(body.get("model"), str):
+        return str(body["model"])
+    found = _MODEL_IN_URL.search(urlsplit(url).path)
+    return unquote(found.group(1)) if found else None
 
 
 def endpoint(url: str) -> str:
@@ -218,7 +230,9 @@ def _blocks(content: Any) -> Iterator[ToolCall]:
             yield _call(block.get("name"), block.get("input"))
 
 
-def _stream_calls(document: dict[str, Any], streamed: dict[tuple[str, int], dict[str, Any]]) -> None:
+def _stream_calls(
+    document: dict[str, Any], streamed: dict[tuple[str, int], dict[str, Any]]
+) -> None:
     """Pieces of streamed calls: OpenAI chat deltas, Anthropic blocks and input deltas."""
     for choice in _list(document.get("choices")):
         delta = choice.get("delta") if isinstance(choice, dict) else None
@@ -246,10 +260,8 @@ def _finished(piece: dict[str, Any]) -> ToolCall:
 
 def _call(name: Any, arguments: Any) -> ToolCall:
     if isinstance(arguments, str):
-        try:
+        with contextlib.suppress(ValueError):  # else kept as the model wrote it
             arguments = json.loads(arguments) if arguments.strip() else {}
-        except ValueError:
-            pass  # kept as the model wrote it
     return {"name": str(name), "arguments": {} if arguments is None else arguments}
 
 

@@ -36,7 +36,7 @@ from .._store._trajectory import (
     trajectory_path,
     write_trajectory,
 )
-from ._steps import Step, endpoint, prompt_words, tokens_used, tool_calls
+from ._steps import Step, endpoint, model_name, prompt_words, tokens_used, tool_calls
 
 if TYPE_CHECKING:
     from ._deck import Deck
@@ -125,13 +125,15 @@ def _write(deck: Deck, test: str, steps: list[Step]) -> None:
 def step_record(step: Step, session: int, edits: dict[str, str] | None = None) -> StepRecord:
     """A step as its trajectory file stores it, with every credential masked (DESIGN §4)."""
     documents = step.documents()
+    request = step.request_json()
     return StepRecord(
         session=session,
         method=step.method,
         endpoint=scrub_text(endpoint(step.url), edits=edits),
         key=step.key,
         response=step.index,
-        prompt=scrub_text(prompt_words(step.request_json()), edits=edits),
+        prompt=scrub_text(prompt_words(request), edits=edits),
+        model=model_name(request, step.url),
         tool_calls=_scrubbed(tool_calls(documents), edits),
         tokens=tokens_used(documents),
     )

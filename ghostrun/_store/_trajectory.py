@@ -10,6 +10,7 @@
          "endpoint": "https://api.openai.com/v1/chat/completions",
          "key": "<cassette key>", "response": 0,
          "prompt": "<first words of the newest message sent>",
+         "model": "gpt-4o-mini" | null,
          "tool_calls": [{"name": "lookup_order", "arguments": {"order_id": "A123"}}],
          "tokens": {"in": 52, "out": 9} | null}
       ]
@@ -64,6 +65,7 @@ class StepRecord(TypedDict):
     key: str
     response: int
     prompt: str
+    model: str | None
     tool_calls: list[dict[str, Any]]
     tokens: dict[str, int] | None
 

@@ -1,13 +1,13 @@
 """Validation on read: every file ghostrun uses is checked against its schema first.
 
 One loader, `load`, for the four kinds of versioned file: cassettes
-(``<cassette_dir>/<key>.json``), judge verdicts (``judge/<key>.json``), run
-logs (``runs/<name>.json``) and trajectories (``trajectories/<test>.json``). It returns the parsed document, or ``None`` when
-the file does not exist, and raises `CassetteError` naming the file and the
-field for anything else: not JSON, ``null``, a wrong shape or type, a value
-out of range, an unknown format version, a ``key`` that is not the file's
-name. A file that failed to load is never treated as absent, so nothing ever
-overwrites it (DESIGN §3, "Safe").
+(``<cassette_dir>/<key>.json``), judge verdicts (``judge/<key>.json``), run logs
+(``runs/<name>.json``) and trajectories (``trajectories/<test>.json``). It
+returns the parsed document, or ``None`` when the file does not exist, and
+raises `CassetteError` naming the file and the field for anything else: not
+JSON, ``null``, a wrong shape or type, a value out of range, an unknown format
+version, a ``key`` that is not the file's name. A file that failed to load is
+never treated as absent, so nothing ever overwrites it (DESIGN §3, "Safe").
 
 The checks are small functions over plain JSON values; a failure names the
 field the way the file spells it: ``responses[0].body.sse: expected a list of
@@ -547,6 +547,7 @@ def _step(value: Any, where: str) -> None:
     for index, call in enumerate(calls):
         at = _child(_child(where, "tool_calls"), index)
         _str(_required(_object(call, at), "name", at), _child(at, "name"))
+    _optional(step, "model", where, _opt_str)
     tokens = _required(step, "tokens", where)
     if tokens is not None:
         at = _child(where, "tokens")
