@@ -18,9 +18,9 @@ re-record that only changed a response id shows nothing. Verdicts compare the
 two runs' assertions by kind and criterion. Everything shown comes from files
 ghostrun already redacted, and is scrubbed of secret shapes once more.
 
-Where a test has a committed trajectory (``trajectories/<test>.json``), its
-steps say which cassettes are the test's and in which order, whether or not a
-run log was committed; each test also shows the tokens it used before and
+Where a state has no run log for a test (run logs are rarely committed), its
+committed trajectory (``trajectories/<test>.json``) says which cassettes are
+the test's and in which order; each test also shows the tokens it used before and
 after, in total and for each step whose tokens changed (`_tokens`), and their
 cost when a price table is given.
 """
@@ -88,10 +88,12 @@ class State:
         return found
 
     def trail(self, name: str, test: dict[str, Any]) -> list[str]:
-        """A test's distinct cassettes in order: its trajectory's, else its run log's."""
+        """A test's distinct cassettes in order: as its run used them when the state has
+        its run log (two runs of one directory differ there), else as its trajectory says."""
+        found = _trail(test)
         trajectory = self.trajectories.get(name)
-        if trajectory is None:
-            return _trail(test)
+        if found or trajectory is None:
+            return found
         return list(dict.fromkeys(step["key"] for step in _steps(trajectory)))
 
     def steps(self, name: str) -> list[dict[str, Any]]:
