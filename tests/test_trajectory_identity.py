@@ -20,6 +20,8 @@ import pytest
 from agents_under_test import PLAN
 from simulator import ProviderSimulator
 
+pytest_plugins = ["pytester"]
+
 TESTS_DIR = Path(__file__).resolve().parent
 NAME = "tests/test_agent_unittest.py::AgentTests::test_refund"
 MODULE = """\
@@ -111,3 +113,52 @@ def test_both_runners_name_a_mixin_test_alike_and_share_its_one_run(
     out = run(project, provider.base_url, first, "replay", AGENT_STEPS="2")
     assert out.startswith("exit 1"), out
     assert f"{NAME} used 2 of the 3 steps" in out
+
+
+PYTEST_MODULE = """
+import os
+import pytest
+from agents_under_test import tool_loop
+
+
+@pytest.mark.ghostrun(hosts=["127.0.0.1"])
+@pytest.mark.parametrize("n", [1, 2])
+def test_refund(n):
+    tool_loop(os.environ["SIM_URL"], max_steps=int(os.environ.get("AGENT_STEPS", "5")))
+"""
+
+
+def test_under_pytest_and_xdist_unplayed_steps_fail_and_the_ini_option_relaxes_it(
+    pytester: pytest.Pytester,
+    pytester_env: None,
+    provider: ProviderSimulator,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    provider.tool_plan = list(PLAN)
+    path = os.pathsep.join([str(TESTS_DIR), os.environ.get("PYTHONPATH", "")])
+    monkeypatch.setenv("PYTHONPATH", path)
+    pytester.makepyfile(test_agent=PYTEST_MODULE)
+    pytester.makeini("[pytest]\n")
+    recorded = pytester.runpytest_subprocess("--ghostrun-record", "-p", "xdist", "-n", "2")
+    recorded.assert_outcomes(passed=2)
+    tests = sorted(
+        orjson.loads(p.read_bytes())["test"]
+        for p in (pytester.path / ".ghostrun_cache" / "trajectories").glob("*.json")
+    )
+    assert tests == ["test_agent.py::test_refund[1]", "test_agent.py::test_refund[2]"]
+
+    monkeypatch.setenv("AGENT_STEPS", "2")
+    failed = pytester.runpytest_subprocess("--ghostrun-replay")
+    # The marker's session closes after the test's last fixture: pytest reports its
+    # failure there, as an error at teardown, as it does a swallowed CacheMiss.
+    failed.assert_outcomes(passed=2, errors=2)
+    assert failed.ret == 1
+    failed.stdout.fnmatch_lines(
+        ["*UnplayedSteps: ghostrun: test_agent.py::test_refund[[]1[]] used 2 of the 3 steps*"]
+    )
+    pytester.makeini("[pytest]\nghostrun_on_unplayed = warn\n")
+    warned = pytester.runpytest_subprocess("--ghostrun-replay")
+    warned.assert_outcomes(passed=2, warnings=2)
+    pytester.makeini("[pytest]\nghostrun_on_unplayed = loudly\n")
+    wrong = pytester.runpytest_subprocess("--ghostrun-replay")
+    wrong.stderr.fnmatch_lines(["*invalid ghostrun_on_unplayed 'loudly'*"])
