@@ -349,3 +349,26 @@ def test_review_shows_the_tokens_a_prompt_change_costs_per_test_and_per_step(
     total_out = sum(s["tokens"]["out"] for s in new)
     assert f"tokens: {now} in, {total_out} out, ${cost(new):.4f}" in page
     assert f"(replayed, tokens: {new[0]['tokens']['in']} in, " in page
+
+
+def test_a_transient_failure_retried_past_is_no_step(
+    agent_provider: ProviderSimulator, cassette_dir: Path, new_process: Callable[[], None]
+) -> None:
+    import openai
+
+    def ask() -> None:
+        client = openai.OpenAI(base_url=agent_provider.base_url + "/v1", api_key=KEY)
+        client.chat.completions.create(
+            model="gpt-sim", messages=[{"role": "user", "content": "hello"}]
+        )
+
+    agent_provider.fail_next(429)
+    with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=LOOPBACK, name=TEST) as s:
+        ask()
+    assert agent_provider.served == 2
+    assert ghostrun.expect_trajectory(s).steps == 1
+    (path,) = trajectory_files(cassette_dir)
+    assert len(orjson.loads(path.read_bytes())["steps"]) == 1
+    new_process()
+    with ghostrun.session(mode="replay", cassette_dir=cassette_dir, hosts=LOOPBACK, name=TEST):
+        ask()  # one step, as recorded: nothing unplayed

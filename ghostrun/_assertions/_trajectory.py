@@ -23,7 +23,7 @@ from typing import Any
 
 from .._core._public import public
 from .._recording._session import Session
-from .._recording._steps import Step, answer_text, endpoint, tokens_used, tool_calls
+from .._recording._steps import Step, answer_text, endpoint, settled, tokens_used, tool_calls
 from ._outcome import block, check, failure_message
 
 __all__ = ["TrajectoryExpectation", "expect_trajectory"]
@@ -54,7 +54,7 @@ class TrajectoryExpectation:
     """The steps of one session, and the checks on them; each check returns ``self``."""
 
     def __init__(self, steps: Sequence[Step]) -> None:
-        self._steps = [_read(step) for step in steps]
+        self._steps = [_read(step) for step in settled(list(steps))]
 
     @property
     def tool_calls(self) -> list[dict[str, Any]]:

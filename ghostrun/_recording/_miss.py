@@ -27,7 +27,7 @@ from .._core._exceptions import CassetteError
 from .._store._keys import remove_field
 from .._store._render import render_body
 from .._store._trajectory import StepRecord, load_trajectory, trajectory_path
-from ._steps import request_messages
+from ._steps import request_messages, settled
 from ._trajectory import test_identity
 
 if TYPE_CHECKING:
@@ -153,7 +153,7 @@ def _step_lines(
     if found is None:
         return []
     steps = [s for s in found["steps"] if s["session"] == deck.session_index]
-    position = len(deck.steps)
+    position = len(settled(deck.steps))
     if position >= len(steps):
         return (
             [f"  step {position + 1} of {test}: its trajectory recorded {len(steps)} steps only"]

@@ -41,6 +41,7 @@ __all__ = [
     "new_messages",
     "prompt_words",
     "request_messages",
+    "settled",
     "tokens_used",
     "tool_calls",
 ]
@@ -82,6 +83,19 @@ def model_name(body: Any, url: str) -> str | None:
         return str(body["model"])
     found = _MODEL_IN_URL.search(urlsplit(url).path)
     return unquote(found.group(1)) if found else None
+
+
+def settled(steps: list[Step]) -> list[Step]:
+    """The steps without the transient failures (429, 5xx) an SDK retried past.
+
+    The cassette drops such a response when its retry is written (DESIGN §3), so
+    neither replay nor the trajectory counts it as a step.
+    """
+    return [
+        step
+        for index, step in enumerate(steps)
+        if not (step.recording.transient and any(s.key == step.key for s in steps[index + 1 :]))
+    ]
 
 
 def endpoint(url: str) -> str:

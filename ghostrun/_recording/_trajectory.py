@@ -36,7 +36,7 @@ from .._store._trajectory import (
     trajectory_path,
     write_trajectory,
 )
-from ._steps import Step, endpoint, model_name, prompt_words, tokens_used, tool_calls
+from ._steps import Step, endpoint, model_name, prompt_words, settled, tokens_used, tool_calls
 
 if TYPE_CHECKING:
     from ._deck import Deck
@@ -103,7 +103,7 @@ def session_closed(deck: Deck, failed: bool) -> Exception | None:
     ``failed``: the block ended with an error, so steps left unplayed are no news.
     """
     test = test_identity(deck)
-    steps = deck.steps
+    steps = settled(deck.steps)
     recorded_now = any(step.recorded for step in steps)
     if _tracker.recorded(test, recorded_now):
         _write(deck, test, steps)
