@@ -20,6 +20,8 @@ from ._core._exceptions import (
     GhostrunError,
     JudgeUnavailable,
     UnlistedHostWarning,
+    UnplayedSteps,
+    UnplayedStepsWarning,
     UnsupportedHttpx,
     UnsupportedLibrary,
 )
@@ -34,6 +36,7 @@ from ._recording._session import Session, session
 if TYPE_CHECKING:
     from ._assertions._expect import Expectation, ExpectationFailed, expect, expect_tool_calls
     from ._assertions._tool_calls import ToolCall, ToolCallExpectation
+    from ._assertions._trajectory import TrajectoryExpectation, expect_trajectory
     from ._integrations._unittest import TestCaseMixin
     from ._judging._judges import (
         CallableJudge,
@@ -57,9 +60,11 @@ _LAZY = {
     "RawVerdict": "._judging._judges",
     "TestCaseMixin": "._integrations._unittest",
     "ToolCall": "._assertions._tool_calls",
+    "TrajectoryExpectation": "._assertions._trajectory",
     "Verdict": "._judging._verdicts",
     "expect": "._assertions._expect",
     "expect_tool_calls": "._assertions._expect",
+    "expect_trajectory": "._assertions._trajectory",
 }
 
 
@@ -109,7 +114,10 @@ __all__ = [
     "TestCaseMixin",
     "ToolCall",
     "ToolCallExpectation",
+    "TrajectoryExpectation",
     "UnlistedHostWarning",
+    "UnplayedSteps",
+    "UnplayedStepsWarning",
     "UnsupportedHttpx",
     "UnsupportedLibrary",
     "Verdict",
@@ -117,5 +125,6 @@ __all__ = [
     "configure",
     "expect",
     "expect_tool_calls",
+    "expect_trajectory",
     "session",
 ]

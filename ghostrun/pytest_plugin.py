@@ -51,7 +51,7 @@ from typing import Any
 
 import pytest
 
-from ._core._config import settings
+from ._core._config import check_on_unplayed, settings
 from ._core._distribution import foreign_install
 from ._core._exceptions import CacheMiss
 from ._core._modes import VCR_ALIASES, Mode, parse_mode
@@ -113,6 +113,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "ghostrun_cassette_dir",
         "ghostrun's default cassette directory, relative to the rootdir "
         "(--ghostrun-cassette-dir beats it).",
+        default=None,
+    )
+    parser.addini(
+        "ghostrun_on_unplayed",
+        "what a replayed test that used fewer steps than its recorded trajectory does: fail "
+        "(the default), warn or ignore (GHOSTRUN_ON_UNPLAYED and a session's on_unplayed= "
+        "beat it).",
         default=None,
     )
     group.addoption(
@@ -198,11 +205,19 @@ class _Ghostrun:
         )
         if cassette_dir:  # beaten by GHOSTRUN_CASSETTE_DIR, as DESIGN §2 orders them
             settings.plugin_cassette_dir = rooted(config, cassette_dir)
+        self._restore_on_unplayed = settings.on_unplayed
+        on_unplayed = config.getini("ghostrun_on_unplayed")
+        if on_unplayed and settings.on_unplayed is None:  # configure() in code beats the ini
+            try:
+                settings.on_unplayed = check_on_unplayed(on_unplayed, "ghostrun_on_unplayed")
+            except ValueError as exc:
+                raise pytest.UsageError(str(exc)) from None
         if config.pluginmanager.hasplugin("xdist") and not self.worker:
             config.pluginmanager.register(_XdistController(), "ghostrun-xdist")
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         settings.suite_mode, settings.plugin_cassette_dir = self._restore_settings
+        settings.on_unplayed = self._restore_on_unplayed
         for name, value in self._restore_env.items():
             if value is None:
                 os.environ.pop(name, None)

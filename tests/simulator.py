@@ -158,6 +158,7 @@ class _Conversation:
     after_tool: bool  # the conversation ends with a tool result
     tools: list[str]
     prompt_tokens: int
+    tool_results: int = 0  # how many tool results the conversation holds
 
 
 @dataclass(frozen=True)
@@ -213,6 +214,9 @@ class ProviderSimulator(Served):
         prompt mentions an order; ``True`` = whenever tools are given; ``False``
         = never.
       tool_args: arguments of the tool call (default ``{"order_id": <id in prompt>}``).
+      tool_plan: an agent's plan: when tools are given, the model calls these tools one
+        a turn, in order (the n-th once the conversation holds n tool results), then
+        answers in text. Beats ``tool_call``.
       gzip: gzip non-streamed JSON responses.
       delay: seconds to wait before answering.
       stream_delay: seconds to wait between streamed events.
@@ -240,6 +244,7 @@ class ProviderSimulator(Served):
         self.judge_reply: ReplyHook | None = None
         self.tool_call: bool | None = None
         self.tool_args: JSON | None = None
+        self.tool_plan: list[str] | None = None
         self.gzip = False
         self.delay = 0.0
         self.stream_delay = 0.0
@@ -444,6 +449,12 @@ class ProviderSimulator(Served):
 
     def _turn(self, call: _Call, conv: _Conversation, *, judge: bool = False) -> _Turn:
         """Decide the answer: a tool call, the judge hook, the reply override, or an echo."""
+        plan = self.tool_plan
+        if plan is not None and conv.tools and conv.tool_results < len(plan):
+            args = self.tool_args or _default_tool_args(conv.text)
+            return _Turn("", plan[conv.tool_results], args, conv.prompt_tokens)
+        if plan is not None and conv.tools:
+            conv = dataclasses.replace(conv, after_tool=True)  # the plan is done: answer
         if conv.tools and not conv.after_tool and self._wants_tool(conv.text):
             args = self.tool_args or _default_tool_args(conv.text)
             return _Turn("", conv.tools[0], args, conv.prompt_tokens)
@@ -958,7 +969,8 @@ def _conversation(messages: list[tuple[str, Any]], tools: list[str]) -> _Convers
     inputs = [(role, text) for role, text in texts if role in ("user", "tool")]
     role, text = inputs[-1] if inputs else ("user", "")
     prompt_tokens = sum(_count_tokens(t) for _, t in texts)
-    return _Conversation(text, role == "tool", tools, prompt_tokens)
+    results = sum(1 for role, _ in texts if role == "tool")
+    return _Conversation(text, role == "tool", tools, prompt_tokens, results)
 
 
 def _text_of(content: Any) -> str:

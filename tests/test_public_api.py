@@ -25,7 +25,10 @@ EXPECTED = {
     "TestCaseMixin",
     "ToolCall",
     "ToolCallExpectation",
+    "TrajectoryExpectation",
     "UnlistedHostWarning",
+    "UnplayedSteps",
+    "UnplayedStepsWarning",
     "UnsupportedHttpx",
     "UnsupportedLibrary",
     "Verdict",
@@ -33,6 +36,7 @@ EXPECTED = {
     "configure",
     "expect",
     "expect_tool_calls",
+    "expect_trajectory",
     "session",
 }
 
@@ -65,6 +69,7 @@ def test_a_session_shows_what_users_read_and_nothing_of_the_engine() -> None:
         "misses",
         "mode",
         "name",
+        "on_unplayed",
         "passed_through",
         "recorded",
         "redact",

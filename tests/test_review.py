@@ -166,8 +166,10 @@ def test_review_names_the_changed_request_words_verdict_and_stale_cassette(
     code, out = review(edited, capsys)
     assert code == 1  # a verdict went from PASS to FAIL
     assert out.splitlines()[1] == (
-        "1 test changed, 1 request, 1 verdict (1 PASS -> FAIL), 1 stale cassette"
+        "1 test changed, 1 request, 1 verdict (1 PASS -> FAIL), 1 stale cassette, "
+        "tokens in 10, out 10 -> 2 (-8)"  # the terse prompt's answer is shorter
     )
+    assert "  tokens: in 10, out 10 -> 2 (-8)\n    step 1: in 10, out 10 -> 2 (-8)\n" in out
     assert "test_app.py::test_order" not in out  # re-recorded, same answers: not news
     assert (
         f"request 1: POST {edited_url(out)}/v1/chat/completions: {old_key}.json -> {new_key}.json"
@@ -204,7 +206,13 @@ def test_review_works_between_two_directories_and_two_run_snapshots(
 
     code, from_runs = review(edited, capsys, "--runs", "base", "after")
     assert code == 1
-    assert from_runs.splitlines()[1:] == dir_lines[1:]
+    # Tokens come from the committed trajectories, which two runs of one directory share.
+    without_tokens = [
+        re.sub(r", tokens in .*", "", line)
+        for line in dir_lines[1:]
+        if not line.startswith(("  tokens:", "    step "))
+    ]
+    assert from_runs.splitlines()[1:] == without_tokens
 
 
 def test_review_markdown_is_sized_for_a_pull_request(
@@ -214,7 +222,7 @@ def test_review_markdown_is_sized_for_a_pull_request(
     lines = markdown.splitlines()
     assert lines[0] == (
         "**ghostrun review:** 1 test changed, 1 request, 1 verdict (1 PASS -> FAIL), "
-        "1 stale cassette"
+        "1 stale cassette, tokens in 10, out 10 -> 2 (-8)"
     )
     opened = [i for i, line in enumerate(lines) if line.startswith("<details><summary>")]
     assert len(opened) == 1

@@ -92,7 +92,7 @@ class SyncChat(ghostrun.TestCaseMixin, unittest.TestCase):
     def test_reply(self):
         reply = ask("Where is my parcel?")
         self.assertIs(current_session(), self.ghostrun_session)
-        self.assertEqual(self.ghostrun_session.name, self.id())
+        self.assertEqual(self.ghostrun_session.name, "test_generated.py::SyncChat::test_reply")
         ghostrun.expect(reply).contains("Echo: Where is my parcel?")
         ghostrun.expect(self.greeting).contains("Echo: hello from setUp")
         counts = (self.ghostrun_session.recorded, self.ghostrun_session.replayed)
@@ -136,9 +136,9 @@ def test_sync_and_async_tests_record_then_replay(
     assert replayed.returncode == 0, replayed.stderr
     assert "OK" in replayed.stderr
     assert outcomes(tmp_path) == {
-        "test_generated.SyncChat.test_reply": "passed",
-        "test_generated.AsyncChat.test_tool_call": "passed",
-        "test_generated.AsyncChat.test_child_tasks_see_the_session": "passed",
+        "test_generated.py::SyncChat::test_reply": "passed",
+        "test_generated.py::AsyncChat::test_tool_call": "passed",
+        "test_generated.py::AsyncChat::test_child_tasks_see_the_session": "passed",
     }
 
 
@@ -193,7 +193,7 @@ def test_a_miss_errors_the_test_once_with_the_miss_message(
     for test in ("test_raised", "test_swallowed"):
         assert f"ERROR: {test} (test_generated.AsyncMisses.{test})" in result.stderr
     assert result.stderr.count("ghostrun.CacheMiss: ghostrun: no recording") == 5
-    assert "(session test_generated.Misses.test_swallowed)" in result.stderr
+    assert "(session test_generated.py::Misses::test_swallowed)" in result.stderr
     assert "run once with GHOSTRUN_MODE=record" in result.stderr
     assert provider.served == 0
     assert set(outcomes(tmp_path).values()) == {"error"}
@@ -245,11 +245,11 @@ def test_a_failed_assertion_is_a_failure_with_its_message(
         assert frames and all("test_generated.py" in frame for frame in frames), block
         assert "During handling of the above exception" not in block
     assert outcomes(tmp_path) == {
-        "test_generated.Failures.test_expect": "failed",
-        "test_generated.Failures.test_valid_json": "failed",
-        "test_generated.Failures.test_tool": "failed",
-        "test_generated.Failures.test_tool_arguments": "failed",
-        "test_generated.Failures.test_passes": "passed",
+        "test_generated.py::Failures::test_expect": "failed",
+        "test_generated.py::Failures::test_valid_json": "failed",
+        "test_generated.py::Failures::test_tool": "failed",
+        "test_generated.py::Failures::test_tool_arguments": "failed",
+        "test_generated.py::Failures::test_passes": "passed",
     }
 
 
@@ -288,9 +288,9 @@ class AsyncJudged(ghostrun.TestCaseMixin, unittest.IsolatedAsyncioTestCase):
 
 def test_judge_backed_assertions_pass_and_fail(tmp_path: Path, provider: ProviderSimulator) -> None:
     expected = {
-        "test_generated.Judged.test_passes": "passed",
-        "test_generated.Judged.test_fails": "failed",
-        "test_generated.AsyncJudged.test_fails": "failed",
+        "test_generated.py::Judged::test_passes": "passed",
+        "test_generated.py::Judged::test_fails": "failed",
+        "test_generated.py::AsyncJudged::test_fails": "failed",
     }
     graded = run_unittest(tmp_path, provider.base_url, JUDGED)
     out = graded.stderr
@@ -338,10 +338,11 @@ def test_session_options_are_computed_per_test(tmp_path: Path) -> None:
 
     result = run_case(PerTest, "test_record", "test_replay")
     assert result.wasSuccessful(), result.errors
-    prefix = f"{__name__}.test_session_options_are_computed_per_test.<locals>.PerTest"
+    prefix = "tests/test_unittest_mixin.py::test_session_options_are_computed_per_test"
+    prefix += "::<locals>::PerTest"
     assert seen == {
-        "record": ("record", f"{prefix}.test_record"),
-        "replay": ("replay", f"{prefix}.test_replay"),
+        "record": ("record", f"{prefix}::test_record"),
+        "replay": ("replay", f"{prefix}::test_replay"),
     }
     assert PerTest.ghostrun_session_kwargs == {"mode": "record", "cassette_dir": tmp_path}
 
@@ -436,13 +437,14 @@ def test_each_outcome_is_reported_to_the_run_log(
     names = [name for name in dir(Outcomes) if name.startswith("test_")]
     result = run_case(Outcomes, *names)
     assert result.testsRun == len(names)
-    prefix = f"{__name__}.test_each_outcome_is_reported_to_the_run_log.<locals>.Outcomes"
+    prefix = "tests/test_unittest_mixin.py::test_each_outcome_is_reported_to_the_run_log"
+    prefix += "::<locals>::Outcomes"
     assert reported == {
-        f"{prefix}.test_passed": "passed",
-        f"{prefix}.test_failed": "failed",
-        f"{prefix}.test_error": "error",
-        f"{prefix}.test_skipped": "skipped",
-        f"{prefix}.test_skipped_inside": "skipped",
-        f"{prefix}.test_expected_failure": "skipped",
-        f"{prefix}.test_unexpected_success": "failed",
+        f"{prefix}::test_passed": "passed",
+        f"{prefix}::test_failed": "failed",
+        f"{prefix}::test_error": "error",
+        f"{prefix}::test_skipped": "skipped",
+        f"{prefix}::test_skipped_inside": "skipped",
+        f"{prefix}::test_expected_failure": "skipped",
+        f"{prefix}::test_unexpected_success": "failed",
     }

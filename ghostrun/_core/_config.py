@@ -20,15 +20,20 @@ from ._public import public
 from ._telemetry import UrlList
 
 __all__ = [
+    "ON_UNPLAYED",
     "block_network_default",
+    "check_on_unplayed",
     "configure",
     "mode_source",
     "resolve_mode",
+    "resolve_on_unplayed",
     "settings",
     "suite_mode",
 ]
 
 DEFAULT_CASSETTE_DIR = ".ghostrun_cache"
+ON_UNPLAYED = ("fail", "warn", "ignore")
+"""What a replayed test that left recorded steps unplayed does (``on_unplayed``)."""
 _UNSET: Any = object()
 
 
@@ -45,6 +50,7 @@ class Settings:
     on_judge_unavailable: Literal["error", "skip"] | None = None
     min_judge_kappa: float | None = None  # below it, a judged failure says so (_calibrate)
     plugin_cassette_dir: Path | None = None  # pytest's flag or ini: beaten by the environment
+    on_unplayed: str | None = None  # configure(), or pytest's ini ghostrun_on_unplayed
 
     def resolve_cassette_dir(self, explicit: str | os.PathLike[str] | None = None) -> Path:
         if explicit is not None:
@@ -111,6 +117,7 @@ def configure(
     judge: Any = _UNSET,
     on_judge_unavailable: Literal["error", "skip"] | None = _UNSET,
     min_judge_kappa: float | None = _UNSET,
+    on_unplayed: str | None = _UNSET,
 ) -> None:
     """Set suite-wide defaults; pass ``None`` to return one to its default.
 
@@ -119,6 +126,8 @@ def configure(
     extends the telemetry URLs that are never recorded (see ``_telemetry``).
     ``min_judge_kappa`` is the agreement with your labels (``ghostrun calibrate``)
     below which a judged failure warns that the judge, not the app, may be wrong.
+    ``on_unplayed`` (``"fail"``, ``"warn"``, ``"ignore"``) is what a replayed test
+    that used fewer steps than its trajectory does (``GHOSTRUN_ON_UNPLAYED`` beats it).
     """
     _project.forget()  # a configure() call also re-reads the project's table
     if mode is not _UNSET:
@@ -141,6 +150,25 @@ def configure(
         settings.on_judge_unavailable = on_judge_unavailable
     if min_judge_kappa is not _UNSET:
         settings.min_judge_kappa = None if min_judge_kappa is None else _kappa(min_judge_kappa)
+    if on_unplayed is not _UNSET:
+        settings.on_unplayed = None if on_unplayed is None else check_on_unplayed(on_unplayed)
+
+
+def check_on_unplayed(value: object, where: str = "on_unplayed") -> str:
+    """A valid ``on_unplayed`` value, or a ValueError naming the choices."""
+    if value not in ON_UNPLAYED or not isinstance(value, str):
+        raise ValueError(f"invalid {where} {value!r}: expected 'fail', 'warn' or 'ignore'")
+    return value
+
+
+def resolve_on_unplayed(explicit: str | None = None) -> str:
+    """``on_unplayed`` in force: the session's, else GHOSTRUN_ON_UNPLAYED, else the suite's."""
+    if explicit is not None:
+        return explicit
+    env = os.environ.get("GHOSTRUN_ON_UNPLAYED", "").strip().lower()
+    if env:
+        return check_on_unplayed(env, "GHOSTRUN_ON_UNPLAYED")
+    return settings.on_unplayed or "fail"
 
 
 def _kappa(value: object) -> float:

@@ -11,10 +11,14 @@
             ├── UnsupportedLibrary an installed HTTP library lacks the hook we wrap
             │                      (alias: UnsupportedHttpx, its first name)
             └── JudgeUnavailable   the judge cannot be reached or cannot answer
+        └── AssertionError
+            └── UnplayedSteps      a replayed test stopped before the steps its trajectory
+                                   recorded (``on_unplayed="fail"``)
     UserWarning
     ├── UnlistedHostWarning    a request that looks like an LLM call passed through
     │                          unrecorded: its host is not listed
-    └── AuthFailureWarning     a session recorded a 401 or 403: the key is likely bad
+    ├── AuthFailureWarning     a session recorded a 401 or 403: the key is likely bad
+    └── UnplayedStepsWarning   the same as ``UnplayedSteps``, with ``on_unplayed="warn"``
 
 ``CacheMiss`` derives from ``BaseException`` on purpose, as pytest's own
 outcome exceptions do: SDKs (anthropic, groq) wrap any ``Exception`` from the
@@ -29,6 +33,13 @@ sent, so it must reach the test at once, never turn into an SDK's connection
 error after its retries, nor into an app's fallback answer and a green test.
 The ordinary ``CassetteError`` is its ``__cause__`` and is what the CLI and
 every read outside a request raise.
+
+``UnplayedSteps`` is an ``AssertionError``, not a ``GhostrunError``: nothing is
+wrong with ghostrun or its files; the code under test behaved otherwise than
+when it was recorded (an agent that now stops after 2 of its 5 steps), which
+is a failure of the test, and pytest and unittest report it as one (``F``, not
+``E``). It is raised when the session exits, outside the code under test, so
+no ``except Exception`` in an app can swallow it.
 
 A cassette that cannot be written while recording (a read-only directory, a
 full disk, a failing ``redact=`` hook) raises its ordinary error, a
@@ -52,6 +63,8 @@ __all__ = [
     "GhostrunError",
     "JudgeUnavailable",
     "UnlistedHostWarning",
+    "UnplayedSteps",
+    "UnplayedStepsWarning",
     "UnsupportedHttpx",
     "UnsupportedLibrary",
 ]
@@ -126,3 +139,17 @@ class UnlistedHostWarning(UserWarning):
     Said once per session; the fix is in the message: list the host with
     ``hosts=[...]`` or ``GHOSTRUN_HOSTS``.
     """
+
+
+@public
+class UnplayedSteps(AssertionError):
+    """A replayed test ended having used fewer steps than its recorded trajectory holds.
+
+    The message lists the steps left unplayed: their endpoint and the first
+    words of their prompt.
+    """
+
+
+@public
+class UnplayedStepsWarning(UserWarning):
+    """Steps left unplayed by a replayed test whose ``on_unplayed`` is ``"warn"``."""

@@ -2,6 +2,7 @@
 (public: pytest loads it by that name), and belongs to this layer too.
 
     _unittest     ``TestCaseMixin``: a session per test, outcomes in the run log
+    _identity     a unittest test's name: its pytest node id, under every runner
 
 May import: `_core`, `_wire`, `_secrets`, `_store`, `_recording`, `_intercept`, `_judging`,
 `_assertions`.

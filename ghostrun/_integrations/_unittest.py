@@ -10,16 +10,18 @@ Put it first in the bases, for ``unittest.TestCase`` and
             reply = client.chat.completions.create(...)
             self.assertContainsIntent(reply, "apology")
 
-As vcrpy's ``VCRMixin`` does, ``setUp`` opens the session (named by
-``self.id()``) and ``addCleanup`` closes it, so ``setUp``, ``tearDown`` and
-the test share it. A ``CacheMiss`` the test swallowed is raised when the
-session closes, which unittest reports as an error of that test; a miss that
-already failed a test part is not reported twice. In an async test the
-session is visible to the test's task: ``setUp``, ``asyncSetUp``, the test
-and the cleanups run in one context.
+As vcrpy's ``VCRMixin`` does, ``setUp`` opens the session (named by the test's
+pytest node id, ``tests/test_x.py::ReplyTests::test_apology``, under pytest and
+``python -m unittest`` alike: `_identity`) and ``addCleanup`` closes it, so
+``setUp``, ``tearDown`` and the test share it. A ``CacheMiss`` the test
+swallowed is raised when the session closes, which unittest reports as an error
+of that test; a miss that already failed a test part is not reported twice. In
+an async test the session is visible to the test's task: ``setUp``,
+``asyncSetUp``, the test and the cleanups run in one context.
 
-The ``assert…`` methods are ``ghostrun.expect`` and
-``ghostrun.expect_tool_calls`` in unittest's spelling, with ``msg=``.
+The ``assert…`` methods are ``ghostrun.expect``, ``ghostrun.expect_tool_calls``
+and ``ghostrun.expect_trajectory`` (on the test's session) in unittest's
+spelling, with ``msg=``.
 """
 
 from __future__ import annotations
@@ -32,11 +34,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .._assertions._expect import ExpectationFailed, expect, expect_tool_calls
+from .._assertions._trajectory import expect_trajectory
 from .._core._exceptions import GhostrunError
 from .._core._public import public
 from .._recording import _runlog
 from .._recording._deck import carries_miss
 from .._recording._session import Session
+from ._identity import node_id
 
 __all__ = ["TestCaseMixin"]
 
@@ -83,8 +87,13 @@ class TestCaseMixin(_Base):
     # -- the session -----------------------------------------------------------------------
 
     def ghostrun_session_options(self) -> dict[str, Any]:
-        """The session's arguments for this test; ``name`` defaults to ``self.id()``."""
+        """The session's arguments for this test; ``name`` defaults to `ghostrun_test_id`."""
         return dict(self.ghostrun_session_kwargs)
+
+    def ghostrun_test_id(self) -> str:
+        """The test's name in cassettes, trajectories and run logs: its pytest node id,
+        ``tests/test_x.py::Class::test_y``, the same under pytest and ``python -m unittest``."""
+        return node_id(type(self), self._testMethodName)
 
     @property
     def ghostrun_session(self) -> Session:
@@ -101,7 +110,7 @@ class TestCaseMixin(_Base):
 
     def setUp(self) -> None:
         options = dict(self.ghostrun_session_options())
-        options.setdefault("name", self.id())
+        options.setdefault("name", self.ghostrun_test_id())
         session = Session(**options)
         session.__enter__()
         self._ghostrun_current = session
@@ -125,7 +134,7 @@ class TestCaseMixin(_Base):
         after = _counts(result)
         if before is not None and after is not None:
             session = self._ghostrun_current
-            name = session.name if session is not None and session.name else self.id()
+            name = session.name if session is not None and session.name else self.ghostrun_test_id()
             _runlog.test_outcome(name, _outcome(before, after))
         return result
 
@@ -241,6 +250,27 @@ class TestCaseMixin(_Base):
     def assertToolNotCalled(self, value: object, name: str, msg: Any = None) -> None:
         """The model made no call to ``name``."""
         self._ghostrun_assert(msg, lambda: expect_tool_calls(value).did_not_call(name))
+
+    # -- the test's whole run: expect_trajectory() on its session ------------------------
+
+    def assertToolOrder(self, names: Sequence[str], msg: Any = None) -> None:
+        """The test's session called these tools in this order (others may come between)."""
+        self._ghostrun_assert(msg, lambda: self._ghostrun_trajectory().tool_order(names))
+
+    def assertNeverCalled(self, name: str, msg: Any = None) -> None:
+        """No model call of the test's session called ``name``."""
+        self._ghostrun_assert(msg, lambda: self._ghostrun_trajectory().never_called(name))
+
+    def assertAtMostSteps(self, n: int, msg: Any = None) -> None:
+        """The test's session made at most ``n`` model calls."""
+        self._ghostrun_assert(msg, lambda: self._ghostrun_trajectory().at_most_steps(n))
+
+    def assertEndsWithText(self, msg: Any = None) -> None:
+        """The last model call of the test's session answered in text, calling no tool."""
+        self._ghostrun_assert(msg, lambda: self._ghostrun_trajectory().ends_with_text())
+
+    def _ghostrun_trajectory(self) -> Any:
+        return expect_trajectory(self._ghostrun_require())
 
     def _ghostrun_assert(self, msg: Any, check: Callable[[], object]) -> None:
         """Run ``check``; add ``msg`` to its failure as unittest does, as ``failureException``."""

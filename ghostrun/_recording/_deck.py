@@ -53,8 +53,10 @@ from .._secrets._redact import (
 )
 from .._store._cassette import Cassette, Recording, encode_response, read_run
 from .._store._keys import canonical_body, canonical_url, match_key, split_field_paths
+from . import _trajectory
 from ._hops import Hops
 from ._miss import describe_miss
+from ._steps import Step
 
 __all__ = [
     "Arguments",
@@ -113,6 +115,7 @@ class Arguments(NamedTuple):
     redact: Redactor | None
     ignore_urls: tuple[str, ...]
     block_network: bool | None
+    on_unplayed: str | None = None
 
 
 class LazyHeaders(Sequence[tuple[str, str]]):
@@ -180,6 +183,10 @@ class Deck:
         # run log keeps it per test, so `ghostrun review` knows which cassettes are whose.
         self.trail: list[tuple[str, str]] = []
         self.hook_edits: dict[str, str] = {}  # what ``redact`` changed: applied to run logs
+        # The model calls of the session's latest entry, in order, by reference: its
+        # trajectory (`_trajectory`) and what ``expect_trajectory`` reads.
+        self.steps: list[Step] = []
+        self.session_index = 0  # its place among the sessions of its test (`_trajectory`)
         self.depth = 0  # how many blocks of the session are open
         self._lock = threading.RLock()
         self._resolve()
@@ -215,6 +222,8 @@ class Deck:
         with self._lock:
             if self.depth == 0:
                 self._resolve()
+                self.steps = []
+                self.session_index = _trajectory.opened(self)
             for entering in _hooks.entering:
                 entering(self)
             self.depth += 1
@@ -242,6 +251,9 @@ class Deck:
             raise unraised[0] from exc
         if write_errors and exc is not write_errors[0]:
             raise write_errors[0]  # the block's own error, if any, is its __context__
+        unplayed = _trajectory.session_closed(self, failed=exc is not None or bool(unraised))
+        if unplayed is not None:
+            raise unplayed
 
     # -- the decision --------------------------------------------------------
 
@@ -296,7 +308,9 @@ class Deck:
                 self.replayed += 1
                 self.trail.append((key, "replayed"))
                 defer_secrets(info)  # its secrets are still scrubbed from run logs
-                return replies[min(index, len(replies) - 1)]
+                reply = replies[min(index, len(replies) - 1)]
+                self.steps.append(Step(info.method, info.url, key, index, info.body, reply))
+                return reply
             if self.mode is Mode.REPLAY:
                 self.trail.append((key, "missed"))
                 raise self._miss(info)
@@ -336,6 +350,7 @@ class Deck:
                 self._transient_at.pop(key, None)
             self.recorded += 1
             self.trail.append((info.key, "recorded"))
+            self.steps.append(Step(info.method, info.url, key, index, info.body, recording, True))
 
     def _create(self, path: str, info: RequestInfo, entry: dict[str, Any]) -> bool:
         """Write the key's first cassette, holding this one response; False if a file is there.

@@ -3,6 +3,13 @@
 Runs only on a miss, so it may read the cassette directory; the hit path never does.
 The directory is shown absolute (and said to be missing when it is), and the
 fields the session ignores are left out of the diff, as they are out of the key.
+
+Inside a test with a trajectory, the request is compared first with the step
+recorded at the same position ("step 3 of 5 of test_refund"), not with the
+closest request to the endpoint, which in an agent loop is often another step.
+When the history before this step is unchanged (the request starts with the
+messages the step before sent), only what this step added is diffed: the new
+tool results and user turns.
 """
 
 from __future__ import annotations
@@ -18,9 +25,13 @@ from urllib.parse import urlsplit
 import orjson
 
 from .._core._config import mode_source
+from .._core._exceptions import CassetteError
 from .._core._safe_text import terminal
 from .._store._keys import remove_field
 from .._store._render import render_body
+from .._store._trajectory import StepRecord, load_trajectory, trajectory_path
+from ._steps import request_messages, settled
+from ._trajectory import test_identity
 
 if TYPE_CHECKING:
     from ._deck import Deck, RequestInfo
@@ -52,6 +63,10 @@ def describe_miss(info: RequestInfo, deck: Deck, ignore: Sequence[tuple[str, ...
         "with the provider reachable."
     )
     body = _without(deck.stored_request(info).get("body"), ignore)
+    step = _step_lines(directory, deck, body, ignore)
+    if step:
+        lines.extend(step)
+        return "\n".join(lines)
     closest = _closest(directory, info, body, ignore)
     if closest is None:
         lines.append(
@@ -136,11 +151,11 @@ def _closest(
     return None if best is None else (best[1], best[2])
 
 
-def _diff(recorded: Any, live: Any, name: str) -> list[str]:
+def _diff(recorded: Any, live: Any, name: str, hide: tuple[str, int] | None = None) -> list[str]:
     diff = list(
         difflib.unified_diff(
-            render_body(recorded),
-            render_body(live),
+            _hidden(render_body(recorded), hide),
+            _hidden(render_body(live), hide),
             f"recorded ({name})",
             "this request",
             lineterm="",
@@ -154,3 +169,82 @@ def _diff(recorded: Any, live: Any, name: str) -> list[str]:
         if diff
         else ["    (bodies are identical: the URL or method differs)"]
     )
+
+
+# -- a step of a trajectory -------------------------------------------------------------------
+
+
+def _step_lines(
+    directory: Path, deck: Deck, body: Any, ignore: Sequence[tuple[str, ...]]
+) -> list[str]:
+    """The miss told as a step of its test's trajectory; empty when it is none."""
+    test = test_identity(deck)
+    try:
+        found = load_trajectory(trajectory_path(directory, test))
+    except CassetteError:
+        return []  # the replay's own check says what is wrong with the file
+    if found is None:
+        return []
+    steps = [s for s in found["steps"] if s["session"] == deck.session_index]
+    position = len(settled(deck.steps))
+    if position >= len(steps):
+        return (
+            [f"  step {position + 1} of {test}: its trajectory recorded {len(steps)} steps only"]
+            if steps
+            else []
+        )
+    recorded = _recorded_body(directory, steps[position], ignore)
+    if recorded is None:
+        return []
+    number, total = position + 1, len(steps)
+    lines = [
+        f"  step {number} of {total} of {test}: the request differs from the recorded "
+        f"step {number} ({steps[position]['key']}.json)"
+    ]
+    earlier = _recorded_body(directory, steps[position - 1], ignore) if position else None
+    kept = _shared_history(earlier, recorded, body)
+    if kept:
+        lines.append(f"  The history up to step {position} is unchanged; what step {number} added:")
+        name = f"step {number}, new messages"
+        lines.extend(_diff(recorded, body, name, hide=kept))
+    else:
+        lines.extend(_diff(recorded, body, f"step {number}"))
+    return lines
+
+
+def _recorded_body(
+    directory: Path, step: StepRecord, ignore: Sequence[tuple[str, ...]]
+) -> Any | None:
+    try:
+        request = orjson.loads((directory / f"{step['key']}.json").read_bytes())["request"]
+    except (OSError, orjson.JSONDecodeError, KeyError, TypeError):
+        return None
+    return _without(request.get("body") or {}, ignore) if isinstance(request, dict) else None
+
+
+def _shared_history(earlier: Any, recorded: Any, live: Any) -> tuple[str, int] | None:
+    """(the messages' field, how many) both requests start with: the earlier step's messages."""
+    values = [b.get("json") if isinstance(b, dict) else None for b in (earlier, recorded, live)]
+    before, theirs, mine = (request_messages(v) for v in values)
+    if before is None or theirs is None or mine is None or not before:
+        return None
+    count = len(before)
+    if theirs[:count] != before or mine[:count] != before:
+        return None
+    field = next(n for n in ("messages", "input", "contents") if values[0].get(n) is before)  # type: ignore[union-attr]  # a conversation: an object
+    return field, count
+
+
+def _hidden(lines: list[str], hide: tuple[str, int] | None) -> list[str]:
+    """``lines`` without those of the messages both requests share (and their continuations)."""
+    if hide is None:
+        return lines
+    field, count = hide
+    shared = tuple(f"{field}[{i}]" for i in range(count))
+    kept, skipping = [], False
+    for line in lines:
+        if not line.startswith(" "):
+            skipping = line.startswith(shared)
+        if not skipping:
+            kept.append(line)
+    return kept

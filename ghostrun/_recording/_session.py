@@ -24,6 +24,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+from .._core._config import check_on_unplayed, resolve_on_unplayed
 from .._core._exceptions import CacheMiss
 from .._core._modes import Mode, parse_mode
 from .._core._public import public
@@ -102,11 +103,14 @@ class Session:
         redact: Redactor | None = None,
         ignore_urls: Iterable[str] = (),
         block_network: bool | None = None,
+        on_unplayed: str | None = None,
     ) -> None:
         if mode is not None:
             parse_mode(mode)  # an invalid mode fails here, where it was written
         extra_hosts, ignored, urls = _strings(hosts), _strings(ignore_fields), _strings(ignore_urls)
         UrlList(urls)  # an entry that names no path fails here, where it was written
+        if on_unplayed is not None:
+            check_on_unplayed(on_unplayed)  # likewise
         self._deck = Deck(
             Arguments(
                 mode=mode,
@@ -117,6 +121,7 @@ class Session:
                 redact=redact,
                 ignore_urls=urls,
                 block_network=block_network,
+                on_unplayed=on_unplayed,
             )
         )
 
@@ -174,6 +179,11 @@ class Session:
     @property
     def redact(self) -> Redactor | None:
         return self._deck.arguments.redact
+
+    @property
+    def on_unplayed(self) -> str:
+        """What a replay that left recorded steps unplayed does: fail, warn or ignore."""
+        return resolve_on_unplayed(self._deck.arguments.on_unplayed)
 
     def __repr__(self) -> str:
         return (

@@ -11,6 +11,11 @@ A symbolic link (a file, or the ``judge`` or ``runs`` folder) is listed in
 `Inventory.links` and never read, followed or deleted: a cassette directory
 may come from anyone's pull request.
 
+Trajectories (``trajectories/<test>.json``) are validated too, and every
+cassette key one of them names counts as used (`Inventory.trajectory_keys`):
+a test's committed trajectory keeps its cassettes, even from a run that
+skipped it.
+
 `partial_run` says why the last run looks partial (it was narrowed with
 ``-k``, ``--lf`` or test paths, or ran fewer tests than the run before), since
 then the cassettes of the tests it skipped look unused.
@@ -30,6 +35,7 @@ from .._core._files import is_lock, is_temp, temp_owner
 from .._core._lock import is_held, try_remove_stale_lock
 from .._core._words import plural
 from . import _validate
+from ._trajectory import TRAJECTORIES
 
 __all__ = ["TEMP_MAX_AGE", "Inventory", "partial_run", "remove", "take"]
 
@@ -48,6 +54,8 @@ class Inventory:
     foreign: list[Path] = field(default_factory=list)
     leftovers: list[Path] = field(default_factory=list)
     links: list[Path] = field(default_factory=list)  # symbolic links: never followed
+    trajectories: list[Path] = field(default_factory=list)
+    trajectory_keys: set[str] = field(default_factory=set)  # the cassettes they name
 
 
 def take(directory: Path) -> Inventory:
@@ -61,10 +69,22 @@ def take(directory: Path) -> Inventory:
         for path in _files(folder, found.links):
             if path.suffix == ".json" and not path.name.startswith("."):
                 _sort(path, kind, into, found.foreign)
-    for folder in (directory, directory / "judge", directory / "runs"):
+    for path in _files(directory / TRAJECTORIES):
+        if path.suffix == ".json" and not path.name.startswith("."):
+            _trajectory(path, found)
+    for folder in (directory, directory / "judge", directory / "runs", directory / TRAJECTORIES):
         found.leftovers += [path for path in _files(folder) if _is_leftover(path)]
     found.links = sorted(set(found.links))
     return found
+
+
+def _trajectory(path: Path, found: Inventory) -> None:
+    """A trajectory, validated (a malformed one raises), and the cassette keys it names."""
+    document = _validate.load(path, "trajectory")
+    if document is None:
+        return
+    found.trajectories.append(path)
+    found.trajectory_keys.update(step["key"] for step in document["steps"])
 
 
 def _sort(path: Path, kind: _validate.Kind, into: list[Path], foreign: list[Path]) -> None:

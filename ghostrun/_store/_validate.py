@@ -1,13 +1,13 @@
 """Validation on read: every file ghostrun uses is checked against its schema first.
 
-One loader, `load`, for the three kinds of versioned file: cassettes
-(``<cassette_dir>/<key>.json``), judge verdicts (``judge/<key>.json``) and run
-logs (``runs/<name>.json``). It returns the parsed document, or ``None`` when
-the file does not exist, and raises `CassetteError` naming the file and the
-field for anything else: not JSON, ``null``, a wrong shape or type, a value
-out of range, an unknown format version, a ``key`` that is not the file's
-name. A file that failed to load is never treated as absent, so nothing ever
-overwrites it (DESIGN §3, "Safe").
+One loader, `load`, for the four kinds of versioned file: cassettes
+(``<cassette_dir>/<key>.json``), judge verdicts (``judge/<key>.json``), run logs
+(``runs/<name>.json``) and trajectories (``trajectories/<test>.json``). It
+returns the parsed document, or ``None`` when the file does not exist, and
+raises `CassetteError` naming the file and the field for anything else: not
+JSON, ``null``, a wrong shape or type, a value out of range, an unknown format
+version, a ``key`` that is not the file's name. A file that failed to load is
+never treated as absent, so nothing ever overwrites it (DESIGN §3, "Safe").
 
 The checks are small functions over plain JSON values; a failure names the
 field the way the file spells it: ``responses[0].body.sse: expected a list of
@@ -54,13 +54,14 @@ __all__ = [
     "valid_reason",
 ]
 
-Kind = Literal["cassette", "verdict", "run log"]
-FORMAT_VERSIONS: dict[Kind, int] = {"cassette": 2, "verdict": 1, "run log": 1}
+Kind = Literal["cassette", "verdict", "run log", "trajectory"]
+FORMAT_VERSIONS: dict[Kind, int] = {"cassette": 2, "verdict": 1, "run log": 1, "trajectory": 1}
 """The version each kind of file is written with."""
 READABLE_VERSIONS: dict[Kind, tuple[int, ...]] = {
     "cassette": (1, 2),  # version 1 is version 2 without body modifiers (`_cassette`)
     "verdict": (1,),
     "run log": (1,),
+    "trajectory": (1,),
 }
 """The versions read (a newer ghostrun may still read an older format)."""
 _OUTCOMES = ("passed", "failed", "error", "skipped")
@@ -69,11 +70,13 @@ _FIX: dict[Kind, str] = {
     "cassette": "Delete it and re-record with GHOSTRUN_MODE=record.",
     "verdict": "Delete it and re-grade with GHOSTRUN_MODE=record.",
     "run log": "Delete it and run the tests again.",
+    "trajectory": "Delete it and re-record its test with GHOSTRUN_MODE=record.",
 }
 _UPGRADE: dict[Kind, str] = {
     "cassette": "upgrade ghostrun, or delete the file and re-record with GHOSTRUN_MODE=record",
     "verdict": "upgrade ghostrun, or delete the file and re-grade with GHOSTRUN_MODE=record",
     "run log": "upgrade ghostrun, or run the tests again",
+    "trajectory": "upgrade ghostrun, or delete the file and re-record its test",
 }
 
 
@@ -615,8 +618,37 @@ def _selection(value: Any, where: str) -> None:
     _optional(selection, "limited_by", where, _str_list)
 
 
+# -- trajectories -----------------------------------------------------------------------------
+
+
+def _trajectory(document: Any, stem: str) -> None:
+    found = _version(document, "trajectory")
+    _str(_required(found, "test", ""), "test")
+    for index, item in enumerate(_list(_required(found, "steps", ""), "steps")):
+        _step(item, f"steps[{index}]")
+
+
+def _step(value: Any, where: str) -> None:
+    step = _object(value, where)
+    for name in ("method", "endpoint", "key", "prompt"):
+        _str(_required(step, name, where), _child(where, name))
+    for name in ("session", "response"):
+        _int(_required(step, name, where), _child(where, name), 0)
+    calls = _list(_required(step, "tool_calls", where), _child(where, "tool_calls"))
+    for index, call in enumerate(calls):
+        at = _child(_child(where, "tool_calls"), index)
+        _str(_required(_object(call, at), "name", at), _child(at, "name"))
+    _optional(step, "model", where, _opt_str)
+    tokens = _required(step, "tokens", where)
+    if tokens is not None:
+        at = _child(where, "tokens")
+        for name in ("in", "out"):
+            _int(_required(_object(tokens, at), name, at), _child(at, name), 0)
+
+
 _CHECKS: dict[Kind, Callable[[Any, str], None]] = {
     "cassette": _cassette,
     "verdict": _verdict,
     "run log": _run_log,
+    "trajectory": _trajectory,
 }

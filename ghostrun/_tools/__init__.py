@@ -6,6 +6,7 @@
     _review       what changed in a branch's cassettes and verdicts
     _report       the review as one HTML file
     _doctor       each road's library: version, hooked or why not
+    _tokens       tokens per test and per step, and their cost from the user's price table
 
 May import: `_core`, `_wire`, `_secrets`, `_store`, `_recording`, `_intercept`, `_judging`,
 `_assertions`.

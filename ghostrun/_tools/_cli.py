@@ -45,7 +45,7 @@ from .._judging import _calibrate
 from .._judging._judges import judge_from_spec
 from .._recording import _runlog
 from .._store import _inventory, _validate
-from . import _diff, _doctor, _report, _review, _show
+from . import _diff, _doctor, _report, _review, _show, _tokens
 
 __all__ = ["main"]
 
@@ -312,7 +312,7 @@ def _unused(directory: Path) -> _Unused:
         )
     run = _runlog.load_run(last)
     found = _Unused(run, _inventory.take(directory))
-    used = set(run.get("cassettes_used") or ())
+    used = set(run.get("cassettes_used") or ()) | found.inventory.trajectory_keys
     found.cassettes = [p for p in found.inventory.cassettes if p.stem not in used]
     verdicts_used = run.get("verdicts_used")
     if verdicts_used is None:
@@ -621,6 +621,7 @@ def _review_commands(commands: Any, common: argparse.ArgumentParser) -> None:
         "--run", dest="run_name", default=_runlog.LAST, metavar="NAME", help="the run log to read"
     )
     review.add_argument("--format", choices=_review.FORMATS, default="text")
+    review.add_argument("--prices", type=Path, metavar="FILE", help=_PRICES_HELP)
 
     report = _command(
         commands,
@@ -637,6 +638,7 @@ def _review_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     report.add_argument(
         "--output", "-o", type=Path, metavar="FILE", help="default: runs/report.html"
     )
+    report.add_argument("--prices", type=Path, metavar="FILE", help=_PRICES_HELP)
 
 
 def _run_review(args: argparse.Namespace) -> int:
@@ -656,9 +658,24 @@ def _run_review(args: argparse.Namespace) -> int:
             )
     except _review.ReviewError as exc:
         raise _UsageError(str(exc)) from None
-    found = _review.review(before, after)
+    found = _review.review(before, after, _prices(args))
     _out(_review.render(found, args.format))
     return 1 if found.regressions else 0
+
+
+_PRICES_HELP = (
+    'your price table, a JSON file: {"MODEL": {"in": USD, "out": USD}, "*": {...}} in US '
+    "dollars per million tokens; costs are shown beside the tokens (nothing is fetched)"
+)
+
+
+def _prices(args: argparse.Namespace) -> _tokens.Prices | None:
+    if args.prices is None:
+        return None
+    try:
+        return _tokens.load_prices(args.prices)
+    except ValueError as exc:
+        raise _UsageError(str(exc)) from None
 
 
 def _review_state(where: str, directory: Path, run: str) -> _review.State:
@@ -673,10 +690,11 @@ def _run_report(args: argparse.Namespace) -> int:
     runs = _runlog.runs_dir(directory)
     run = _runlog.load_run(_run_path(runs, args.run_name))
     base = _runlog.load_run(_run_path(runs, args.base)) if args.base else None
-    cassettes = _review.state_from_dir(directory).cassettes
+    state = _review.state_from_dir(directory)
     output: Path = args.output or runs / "report.html"
+    page = _report.render_report(run, state.cassettes, base, state.trajectories, _prices(args))
     root = None if args.output else directory  # runs/ may not be a link: refused
-    write_atomic(output, _report.render_report(run, cassettes, base).encode("utf-8"), root=root)
+    write_atomic(output, page.encode("utf-8"), root=root)
     print(f"wrote {output}", file=sys.stderr)
     return 0
 

@@ -4,7 +4,9 @@ The page loads nothing (a Content-Security-Policy forbids every fetch; inline
 CSS, no script), so it opens from disk or as a CI artifact anywhere. Per test:
 its outcome; its requests in order as a trajectory (what each prompt added to
 the conversation, the tool calls with their arguments, the answer); its
-assertions with the judge's verdict and reason. Given a base run, the tests
+assertions with the judge's verdict and reason; the tokens it used, in total
+and per step, from its trajectory (and their cost, given a price table: `_tokens`).
+Given a base run, the tests
 whose verdicts went from PASS to FAIL come first, then failures, then the rest.
 Everything shown comes from files ghostrun already redacted.
 """
@@ -18,6 +20,7 @@ import orjson
 
 from .._secrets._redact import scrub_text
 from ._review import answer_lines, verdict_changes
+from ._tokens import Prices, usage
 
 __all__ = ["render_report", "request_messages"]
 
@@ -46,8 +49,11 @@ def render_report(
     run: dict[str, Any],
     cassettes: dict[str, dict[str, Any]],
     base: dict[str, Any] | None = None,
+    trajectories: dict[str, dict[str, Any]] | None = None,
+    prices: Prices | None = None,
 ) -> str:
-    """The HTML page of ``run`` (a run log), its requests read from ``cassettes`` by key."""
+    """The HTML page of ``run`` (a run log), its requests read from ``cassettes`` by key,
+    the tokens each test used from its ``trajectories`` (by test name)."""
     found = run.get("tests")
     tests: dict[str, Any] = found if isinstance(found, dict) else {}
     base_tests = (base or {}).get("tests") or {}
@@ -79,7 +85,9 @@ def render_report(
         )
     parts.append("<main>")
     for index, name in enumerate(order):
-        parts.append(_test(index, name, tests[name], cassettes, name in regressed))
+        steps = ((trajectories or {}).get(name) or {}).get("steps") or []
+        priced = (steps, prices)
+        parts.append(_test(index, name, tests[name], cassettes, name in regressed, priced))
     parts.append("</main></body></html>")
     return "\n".join(parts) + "\n"
 
@@ -99,13 +107,21 @@ def _test(
     test: dict[str, Any],
     cassettes: dict[str, dict[str, Any]],
     regressed: bool,
+    priced: tuple[list[dict[str, Any]], Prices | None] = ([], None),
 ) -> str:
     outcome = str(test.get("outcome") or "unknown")
     badge = f'<span class="badge {_e(outcome)}">{_e(outcome)}</span>'
     extra = '<span class="badge failed">regressed</span>' if regressed else ""
     css = "test regressed" if regressed else "test"
     parts = [f'<article class="{css}" id="t{index}"><h2>{badge}{_e(name)}{extra}</h2>']
+    recorded, prices = priced
+    total = usage(recorded, prices)
+    if total is not None:
+        parts.append(f'<p class="tokens">{_e(_tokens_text(total))}</p>')
     steps = [_step(entry, cassettes) for entry in test.get("cassettes") or ()]
+    for step, in_trajectory in zip(steps, recorded, strict=False):
+        if in_trajectory.get("key") == step["key"]:
+            step["usage"] = usage([in_trajectory], prices)
     if steps:
         parts.append('<ol class="trajectory">' + "".join(_steps(steps)) + "</ol>")
     assertions = [a for a in test.get("assertions") or () if isinstance(a, dict)]
@@ -150,12 +166,19 @@ def _steps(steps: list[dict[str, Any]]) -> list[str]:
             for role, text in new
         )
         answer = "\n".join(step["answer"]) or "(no text)"
+        used = step.get("usage")
+        tokens = f", {_tokens_text(used)}" if used is not None else ""
         out.append(
             f'<li><div class="endpoint">{_e(step["endpoint"])} '
-            f"<small>({_e(step['how'])})</small></div>{shown}"
+            f"<small>({_e(step['how'] + tokens)})</small></div>{shown}"
             f'<div><span class="role">answer</span><pre>{_e(answer)}</pre></div></li>'
         )
     return out
+
+
+def _tokens_text(found: Any) -> str:
+    cost = f", ${found.cost:.4f}" if found.cost is not None else ""
+    return f"tokens: {found.tokens_in} in, {found.tokens_out} out{cost}"
 
 
 def _assertion_row(item: dict[str, Any]) -> str:

@@ -17,6 +17,12 @@ on the text ``expect()`` would read, with tool calls and their arguments, so a
 re-record that only changed a response id shows nothing. Verdicts compare the
 two runs' assertions by kind and criterion. Everything shown comes from files
 ghostrun already redacted, and is scrubbed of secret shapes once more.
+
+Where a state has no run log for a test (run logs are rarely committed), its
+committed trajectory (``trajectories/<test>.json``) says which cassettes are
+the test's and in which order; each test also shows the tokens it used before and
+after, in total and for each step whose tokens changed (`_tokens`), and their
+cost when a price table is given.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from .._store._keys import split_field_paths, without_fields
 from .._store._render import render_body
 from .._wire._bodies import MODIFIERS
 from ._show import stream_text
+from ._tokens import Prices, StepTokens, Usage, delta, step_tokens, usage
 
 __all__ = [
     "Change",
@@ -72,16 +79,33 @@ class State:
     cassettes: dict[str, dict[str, Any]]
     verdicts: dict[str, dict[str, Any]]
     run: dict[str, Any] | None
+    trajectories: dict[str, dict[str, Any]] = field(default_factory=dict)  # by test
 
     def tests(self) -> dict[str, dict[str, Any]]:
         tests = (self.run or {}).get("tests")
-        return tests if isinstance(tests, dict) else {}
+        found = dict(tests) if isinstance(tests, dict) else {}
+        for name in self.trajectories:
+            found.setdefault(name, {})
+        return found
+
+    def trail(self, name: str, test: dict[str, Any]) -> list[str]:
+        """A test's distinct cassettes in order: as its run used them when the state has
+        its run log (two runs of one directory differ there), else as its trajectory says."""
+        found = _trail(test)
+        trajectory = self.trajectories.get(name)
+        if found or trajectory is None:
+            return found
+        return list(dict.fromkeys(step["key"] for step in _steps(trajectory)))
+
+    def steps(self, name: str) -> list[dict[str, Any]]:
+        """The steps of a test's trajectory (none without one)."""
+        return _steps(self.trajectories.get(name) or {})
 
     def used(self) -> set[str]:
         """The cassettes this state's run used (every cassette when there is no run)."""
-        if self.run is None:
+        if self.run is None and not self.trajectories:
             return set(self.cassettes)
-        return {key for test in self.tests().values() for key in _trail(test)}
+        return {key for name, test in self.tests().items() for key in self.trail(name, test)}
 
 
 def state_from_dir(directory: Path, run: str = "_last", label: str | None = None) -> State:
@@ -94,7 +118,7 @@ def state_from_dir(directory: Path, run: str = "_last", label: str | None = None
         )
     files = {
         str(path.relative_to(directory)): path.read_bytes()
-        for pattern in ("*.json", "judge/*.json", f"runs/{run}.json")
+        for pattern in ("*.json", "judge/*.json", "trajectories/*.json", f"runs/{run}.json")
         for path in directory.glob(pattern)
     }
     return _state(label or str(directory), files, run)
@@ -124,7 +148,7 @@ def _wanted(relative: str, run: str) -> bool:
         return False
     return (
         len(parts) == 1
-        or (len(parts) == 2 and parts[0] == "judge")
+        or (len(parts) == 2 and parts[0] in ("judge", "trajectories"))
         or relative == f"runs/{run}.json"
     )
 
@@ -161,20 +185,30 @@ def _cat(top: Path, objects: list[str]) -> list[bytes]:
 
 
 def _state(label: str, files: dict[str, bytes], run: str) -> State:
-    cassettes, verdicts, run_log = {}, {}, None
+    cassettes, verdicts, run_log, trajectories = {}, {}, None, {}
     for name, data in sorted(files.items()):
         document = parse_json(data)
         if not isinstance(document, dict):
             continue
         if name == f"runs/{run}.json":
             run_log = document
+        elif name.startswith("trajectories/"):
+            if isinstance(document.get("test"), str) and isinstance(document.get("steps"), list):
+                trajectories[document["test"]] = document
         elif name.startswith("judge/"):
             verdicts[Path(name).stem] = document
         elif isinstance(document.get("request"), dict) and isinstance(
             document.get("responses"), list
         ):
             cassettes[Path(name).stem] = document
-    return State(label, cassettes, verdicts, run_log)
+    return State(label, cassettes, verdicts, run_log, trajectories)
+
+
+def _steps(trajectory: dict[str, Any]) -> list[dict[str, Any]]:
+    steps = trajectory.get("steps")
+    if not isinstance(steps, list):
+        return []
+    return [s for s in steps if isinstance(s, dict) and isinstance(s.get("key"), str)]
 
 
 def _trail(test: dict[str, Any]) -> list[str]:
@@ -225,6 +259,12 @@ class TestReview:
     changes: list[Change] = field(default_factory=list)
     verdicts: list[VerdictChange] = field(default_factory=list)
     stale: list[str] = field(default_factory=list)  # cassettes it replaced, still on disk
+    tokens: tuple[Usage | None, Usage | None] = (None, None)  # the whole test, before and after
+    step_tokens: list[StepTokens] = field(default_factory=list)  # the steps whose usage changed
+
+    @property
+    def tokens_changed(self) -> bool:
+        return self.tokens[0] != self.tokens[1]
 
 
 @dataclass
@@ -240,18 +280,21 @@ class Review:
         return sum(v.regressed for t in self.tests for v in t.verdicts)
 
 
-def review(before: State, after: State) -> Review:
+def review(before: State, after: State, prices: Prices | None = None) -> Review:
     """Pair what the run after used with what it replaced, test by test."""
     used_before, used_after = before.used(), after.used()
     candidates = [k for k in sorted(used_before - used_after) if k in before.cassettes]
-    owners = {k: name for name, test in before.tests().items() for k in _trail(test)}
+    owners = {k: name for name, test in before.tests().items() for k in before.trail(name, test)}
     tests: list[TestReview] = []
     unchanged, paired = 0, set[str]()
     for name, test in after.tests().items():
         found = _review_test(name, test, before, after, candidates, owners, used_before, paired)
-        if found.changes or found.verdicts:
+        old_steps, new_steps = before.steps(name), after.steps(name)
+        found.tokens = (usage(old_steps, prices), usage(new_steps, prices))
+        found.step_tokens = step_tokens(old_steps, new_steps, prices)
+        if found.changes or found.verdicts or found.tokens_changed:
             tests.append(found)
-        elif _trail(test):
+        elif after.trail(name, test):
             unchanged += 1
     stale = [k for k in sorted(set(after.cassettes) - used_after) if k not in paired]
     return Review(before.label, after.label, tests, stale, unchanged)
@@ -271,8 +314,8 @@ def _review_test(
     outcome = (old_test.get("outcome"), test.get("outcome"))
     found = TestReview(name, outcome)
     ignore = split_field_paths(test.get("ignore_fields") or ())
-    old_trail = _trail(old_test)
-    for position, key in enumerate(_trail(test), 1):
+    old_trail = before.trail(name, old_test)
+    for position, key in enumerate(after.trail(name, test), 1):
         new = after.cassettes.get(key)
         if new is None:
             continue
@@ -517,7 +560,28 @@ def summary(found: Review) -> str:
     stale = len(found.stale) + sum(len(t.stale) for t in found.tests)
     if stale:
         parts.append(plural(stale, "stale cassette"))
+    olds = [t.tokens[0] for t in found.tests if t.tokens[0] is not None]
+    news = [t.tokens[1] for t in found.tests if t.tokens[1] is not None]
+    if any(t.tokens_changed for t in found.tests):
+        parts.append("tokens " + delta(_total(olds), _total(news)))
     return ", ".join(parts)
+
+
+def _total(found: list[Usage]) -> Usage | None:
+    if not found:
+        return None
+    costs = [u.cost for u in found]
+    cost = None if None in costs else sum(c for c in costs if c is not None)
+    return Usage(sum(u.tokens_in for u in found), sum(u.tokens_out for u in found), cost)
+
+
+def _token_lines(test: TestReview) -> list[str]:
+    """The test's tokens before and after, then each step whose tokens changed."""
+    if not test.tokens_changed and not test.step_tokens:
+        return []
+    lines = [f"tokens: {delta(*test.tokens)}"]
+    lines += [f"  step {s.position}: {delta(s.before, s.after)}" for s in test.step_tokens]
+    return lines
 
 
 def _test_head(test: TestReview) -> str:
@@ -553,6 +617,7 @@ def _text(found: Review) -> str:
     lines = [f"ghostrun review: {found.before} -> {found.after}", summary(found)]
     for test in found.tests:
         lines += ["", _test_head(test)]
+        lines += ["  " + line for line in _token_lines(test)]
         for change in test.changes:
             lines.append("  " + _change_head(change))
             lines += ["    " + line for line in change.request_diff]
@@ -585,6 +650,9 @@ def _markdown(found: Review) -> str:
     ]
     for test in found.tests:
         body: list[str] = []
+        tokens = _token_lines(test)
+        if tokens:
+            body += ["", "```", *tokens, "```"]
         for change in test.changes:
             body += ["", f"**{safe.inline(_change_head(change))}**", ""]
             if change.request_diff or change.answer_diff:
@@ -629,6 +697,18 @@ def _as_json(found: Review) -> dict[str, Any]:
                 "requests": [vars(c) for c in t.changes],
                 "verdicts": [{**vars(v), "regressed": v.regressed} for v in t.verdicts],
                 "stale": t.stale,
+                "tokens": {
+                    "before": t.tokens[0].as_json() if t.tokens[0] else None,
+                    "after": t.tokens[1].as_json() if t.tokens[1] else None,
+                    "steps": [
+                        {
+                            "step": s.position,
+                            "before": s.before.as_json() if s.before else None,
+                            "after": s.after.as_json() if s.after else None,
+                        }
+                        for s in t.step_tokens
+                    ],
+                },
             }
             for t in found.tests
         ],

@@ -1,0 +1,98 @@
+"""A test's trajectory on disk: its model calls, in order, one small file per test (DESIGN §3).
+
+    <cassette_dir>/trajectories/<test id, made safe>.json
+
+    {
+      "version": 1,
+      "test": "tests/test_agent.py::test_refund",
+      "steps": [
+        {"session": 0, "method": "POST",
+         "endpoint": "https://api.openai.com/v1/chat/completions",
+         "key": "<cassette key>", "response": 0,
+         "prompt": "<first words of the newest message sent>",
+         "model": "gpt-4o-mini" | null,
+         "tool_calls": [{"name": "lookup_order", "arguments": {"order_id": "A123"}}],
+         "tokens": {"in": 52, "out": 9} | null}
+      ]
+    }
+
+The exchanges stay in their content-addressed cassettes; this file says which
+of them a test used and in which order, so a pull request shows an agent's run
+as one readable file, replay can fail a test that left steps unplayed, and a
+miss names the step it diverged at. ``session`` numbers the sessions of one
+test in the order they opened (most tests have one). ``response`` is the
+response's place in its cassette's run.
+
+The file is written (atomically) only when its test records, and validated on
+read (`_validate`): a bad one is a `CassetteError` naming the file and the
+field. Its name keeps the test id readable and adds a short hash of it, so two
+ids that differ only in characters a file name cannot hold never share a file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from pathlib import Path
+from typing import Any, TypedDict
+
+from .._core._files import dump_json, write_atomic
+from . import _validate
+
+__all__ = [
+    "FORMAT_VERSION",
+    "TRAJECTORIES",
+    "StepRecord",
+    "Trajectory",
+    "load_trajectory",
+    "trajectory_path",
+    "write_trajectory",
+]
+
+FORMAT_VERSION = _validate.FORMAT_VERSIONS["trajectory"]
+TRAJECTORIES = "trajectories"
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_MAX_STEM = 120
+
+
+class StepRecord(TypedDict):
+    """One step as the file stores it."""
+
+    session: int
+    method: str
+    endpoint: str
+    key: str
+    response: int
+    prompt: str
+    model: str | None
+    tool_calls: list[dict[str, Any]]
+    tokens: dict[str, int] | None
+
+
+class Trajectory(TypedDict):
+    """A trajectory file."""
+
+    version: int
+    test: str
+    steps: list[StepRecord]
+
+
+def trajectory_path(cassette_dir: str | os.PathLike[str], test: str) -> Path:
+    """Where the trajectory of ``test`` lives: a readable, collision-free file name."""
+    readable = _UNSAFE.sub("_", test.replace("::", "--")).strip("._-")[:_MAX_STEM]
+    digest = hashlib.sha256(test.encode()).hexdigest()[:8]
+    return Path(cassette_dir) / TRAJECTORIES / f"{readable or 'test'}-{digest}.json"
+
+
+def load_trajectory(path: str | os.PathLike[str]) -> Trajectory | None:
+    """The trajectory at ``path``, checked; None if there is none."""
+    found = _validate.load(path, "trajectory")
+    return None if found is None else Trajectory(**found)  # type: ignore[typeddict-item]
+
+
+def write_trajectory(cassette_dir: str | os.PathLike[str], trajectory: Trajectory) -> Path:
+    """Write a test's trajectory atomically beside its cassettes; returns its path."""
+    path = trajectory_path(cassette_dir, trajectory["test"])
+    write_atomic(path, dump_json(dict(trajectory), sort_keys=False), root=cassette_dir)
+    return path
