@@ -17,6 +17,8 @@ from ._core._exceptions import (
     CassetteError,
     GhostrunError,
     JudgeUnavailable,
+    StaleCassette,
+    StaleCassetteWarning,
     UnlistedHostWarning,
     UnsupportedHttpx,
 )
@@ -99,6 +101,8 @@ __all__ = [
     "RawVerdict",
     "Redactor",
     "Session",
+    "StaleCassette",
+    "StaleCassetteWarning",
     "TestCaseMixin",
     "ToolCall",
     "ToolCallExpectation",

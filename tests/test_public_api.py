@@ -20,6 +20,8 @@ EXPECTED = {
     "RawVerdict",
     "Redactor",
     "Session",
+    "StaleCassette",
+    "StaleCassetteWarning",
     "TestCaseMixin",
     "ToolCall",
     "ToolCallExpectation",

@@ -3,16 +3,26 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from ._age import parse_max_age
+from ._normalize import normalizer
 from ._modes import Mode, parse_mode, running_on_ci
 from ._public import public
 from ._telemetry import UrlList
 
-__all__ = ["block_network_default", "configure", "resolve_mode", "settings", "suite_mode"]
+__all__ = [
+    "block_network_default",
+    "check_on_stale",
+    "configure",
+    "resolve_mode",
+    "settings",
+    "suite_mode",
+]
 
 DEFAULT_CASSETTE_DIR = ".ghostrun_cache"
 _UNSET: Any = object()
@@ -30,6 +40,9 @@ class Settings:
     judge: Any = None
     on_judge_unavailable: Literal["error", "skip"] | None = None
     min_judge_kappa: float | None = None  # below it, a judged failure says so (_calibrate)
+    max_age: str | int | None = None  # staleness (`_age`); GHOSTRUN_MAX_AGE beats it
+    on_stale: Literal["warn", "fail"] | None = None  # what replaying a stale recording does
+    normalize: tuple[Any, ...] = ()  # value shapes left out of the key (`_store._normalize`)
 
     def resolve_cassette_dir(self, explicit: str | os.PathLike[str] | None = None) -> Path:
         if explicit is not None:
@@ -69,6 +82,9 @@ def configure(
     judge: Any = _UNSET,
     on_judge_unavailable: Literal["error", "skip"] | None = _UNSET,
     min_judge_kappa: float | None = _UNSET,
+    max_age: str | int | None = _UNSET,
+    on_stale: Literal["warn", "fail"] | None = _UNSET,
+    normalize: Iterable[Any] | str | None = _UNSET,
 ) -> None:
     """Set suite-wide defaults; pass ``None`` to return one to its default.
 
@@ -77,6 +93,8 @@ def configure(
     extends the telemetry URLs that are never recorded (see ``_telemetry``).
     ``min_judge_kappa`` is the agreement with your labels (``ghostrun calibrate``)
     below which a judged failure warns that the judge, not the app, may be wrong.
+    ``max_age``, ``on_stale`` and ``normalize`` are the session arguments' defaults
+    (docs/staleness.md, docs/normalize.md).
     """
     if mode is not _UNSET:
         settings.mode = None if mode is None else parse_mode(mode)
@@ -98,6 +116,28 @@ def configure(
         settings.on_judge_unavailable = on_judge_unavailable
     if min_judge_kappa is not _UNSET:
         settings.min_judge_kappa = None if min_judge_kappa is None else _kappa(min_judge_kappa)
+    if max_age is not _UNSET:
+        settings.max_age = None if max_age is None else _checked_age(max_age)
+    if on_stale is not _UNSET:
+        settings.on_stale = None if on_stale is None else check_on_stale(on_stale)
+    if normalize is not _UNSET:
+        settings.normalize = () if normalize is None else _listed(normalize)
+        normalizer(settings.normalize)  # a bad entry fails here, where it was written
+
+
+def _checked_age(value: str | int) -> str | int:
+    parse_max_age(value)  # an invalid age fails here, where it was written
+    return value
+
+
+def check_on_stale(value: str) -> Literal["warn", "fail"]:
+    if value not in ("warn", "fail"):
+        raise ValueError(f"invalid on_stale {value!r}: expected 'warn' or 'fail'")
+    return value  # type: ignore[return-value]
+
+
+def _listed(value: Any) -> tuple[Any, ...]:
+    return (value,) if isinstance(value, str | re.Pattern) else tuple(value)
 
 
 def _kappa(value: object) -> float:

@@ -7,10 +7,13 @@
             ├── CassetteError      a cassette or verdict file is corrupt, of an unknown
             │                      version, or cannot be written
             ├── UnsupportedHttpx   an installed HTTP library lacks the hook we wrap
-            └── JudgeUnavailable   the judge cannot be reached or cannot answer
+            ├── JudgeUnavailable   the judge cannot be reached or cannot answer
+            └── StaleCassette      replay used recordings older than ``max_age``
+                                   (``on_stale="fail"``)
     UserWarning
-    └── UnlistedHostWarning    a request that looks like an LLM call passed through
-                               unrecorded: its host is not listed
+    ├── UnlistedHostWarning    a request that looks like an LLM call passed through
+    │                          unrecorded: its host is not listed
+    └── StaleCassetteWarning   replay used recordings older than ``max_age``
 
 ``CacheMiss`` derives from ``BaseException`` on purpose, as pytest's own
 outcome exceptions do: SDKs (anthropic, groq) wrap any ``Exception`` from the
@@ -37,6 +40,8 @@ __all__ = [
     "CassetteError",
     "GhostrunError",
     "JudgeUnavailable",
+    "StaleCassette",
+    "StaleCassetteWarning",
     "UnlistedHostWarning",
     "UnsupportedHttpx",
 ]
@@ -78,3 +83,16 @@ class UnlistedHostWarning(UserWarning):
     Said once per session; the fix is in the message: list the host with
     ``hosts=[...]`` or ``GHOSTRUN_HOSTS``.
     """
+
+
+@public
+class StaleCassette(GhostrunError):
+    """A replay used recordings older than ``max_age``, and ``on_stale="fail"`` was asked.
+
+    Raised when the session closes, listing the cassettes; re-record them.
+    """
+
+
+@public
+class StaleCassetteWarning(UserWarning):
+    """A replay used recordings older than ``max_age``: one warning lists them all."""

@@ -4,6 +4,7 @@
       "key": "<32 hex digits>",
       "request": {"body": BODY, "headers": {...}, "method": ..., "url": ...},
       "responses": [{"body": BODY, "headers": {...}, "status": 200,
+                     "recorded_on": "2026-12-02"?,
                      "stream_error": {"message": ..., "type": ...}?}, ...],
       "version": 2
     }
@@ -32,6 +33,9 @@ a session replays its own run when the file has one, else the first run in
 the file (which it then extends, in ``auto``, past its end); ``record``
 replaces only the session's own run. Responses without the field (unnamed
 sessions, files from before runs) are one run.
+
+Each response carries the day it was recorded (``recorded_on``, `_core._age`),
+for ``max_age``; files written before it was kept lack it and still load.
 
 Every file is validated on read (`ghostrun._store._validate`): a bad one raises
 `CassetteError` naming the file and the field, and is never overwritten.
@@ -79,6 +83,9 @@ class Recording:
     body: bytes = b""
     chunks: list[bytes] | None = None  # set for streamed responses
     stream_error: tuple[str, str] | None = None  # (exception type, message)
+    # The day it was recorded (``YYYY-MM-DD``). None: today, stamped when written;
+    # "": unknown (an import from a source that kept no date), written without one.
+    recorded_on: str | None = None
 
     @property
     def transient(self) -> bool:
@@ -211,6 +218,8 @@ def encode_response(recording: Recording, content_type: str) -> dict[str, Any]:
     if recording.stream_error is not None:
         kind, message = recording.stream_error
         entry["stream_error"] = {"type": kind, "message": message}
+    if recording.recorded_on:
+        entry["recorded_on"] = recording.recorded_on
     return entry
 
 
@@ -224,7 +233,8 @@ def _decode_response(raw: dict[str, Any], path: str | Path) -> Recording:
             and body.keys() <= _JSON_KEYS
             and "stream_error" not in raw
         ):
-            return Recording(status, headers, json_body_bytes(body))  # nearly every one
+            day = raw.get("recorded_on")
+            return Recording(status, headers, json_body_bytes(body), recorded_on=day)
         decoded = decode_body(body or {"text": ""})
         error = raw.get("stream_error")
         return Recording(
@@ -233,6 +243,7 @@ def _decode_response(raw: dict[str, Any], path: str | Path) -> Recording:
             body=decoded if isinstance(decoded, bytes) else b"",
             chunks=decoded if isinstance(decoded, list) else None,
             stream_error=(str(error["type"]), str(error["message"])) if error else None,
+            recorded_on=raw.get("recorded_on"),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise CassetteError(f"corrupt cassette {path}: bad response entry ({exc})") from exc

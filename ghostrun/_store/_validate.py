@@ -27,6 +27,7 @@ import base64
 import binascii
 import os
 from collections.abc import Callable
+from datetime import date
 from pathlib import Path
 from typing import Any, Literal
 
@@ -168,6 +169,7 @@ def _plain_response(response: Any) -> bool:
     session = response.get("session", "")
     return (
         type(session) is str
+        and type(response.get("recorded_on", "")) is str
         and _plain_headers(response.get("headers", {}))
         and (_plain_body(response, "body"))
     )
@@ -426,6 +428,16 @@ def _response(value: Any, where: str) -> None:
     _optional(response, "body", where, _body)
     _optional(response, "stream_error", where, _stream_error)
     _optional(response, "session", where, _str)
+    _optional(response, "recorded_on", where, _day)
+
+
+def _day(value: Any, where: str) -> None:
+    """The day a response was recorded: ``YYYY-MM-DD``."""
+    _str(value, where)
+    try:
+        date.fromisoformat(value)
+    except ValueError:
+        raise Invalid(where, f"expected a day like 2026-12-02, got {_got(value)}") from None
 
 
 def _stream_error(value: Any, where: str) -> None:
