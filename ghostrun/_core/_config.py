@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ._age import parse_max_age
-from ._normalize import normalizer
 from ._modes import Mode, parse_mode, running_on_ci
+from ._normalize import normalizer
 from ._public import public
 from ._telemetry import UrlList
 

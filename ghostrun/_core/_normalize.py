@@ -63,9 +63,9 @@ class Normalizer:
         return value
 
 
-def normalizer(spec: Iterable[str | re.Pattern[str]] | str | re.Pattern[str] | None) -> (
-    Normalizer | None
-):
+def normalizer(
+    spec: Iterable[str | re.Pattern[str]] | str | re.Pattern[str] | None,
+) -> Normalizer | None:
     """The `Normalizer` of a ``normalize=`` argument, or None when it names nothing.
 
     Each item is a built-in's name (`BUILTINS`), a compiled pattern, or a string

@@ -19,6 +19,7 @@ from urllib.parse import parse_qsl, urlencode
 
 import orjson
 
+from .._core._normalize import Normalizer
 from .._secrets._credentials import (
     has_credential_field,
     is_credential_field,
@@ -26,7 +27,6 @@ from .._secrets._credentials import (
     is_schema,
 )
 from .._wire._multipart import multipart_parts
-from .._core._normalize import Normalizer
 
 __all__ = [
     "canonical_body",

@@ -7,6 +7,7 @@
     ghostrun calibrate LABELS           how often the judge agrees with your labels
     ghostrun review [BEFORE] [AFTER]    what a prompt change did to requests, answers, verdicts
     ghostrun report [RUN]               a self-contained HTML page of a run
+    ghostrun import PATH...             vcrpy and cassetter cassettes in, as if recorded here
 
 Every command takes ``--cassette-dir`` (default: ``GHOSTRUN_CASSETTE_DIR``,
 then ``.ghostrun_cache``). Exit status: 0 fine, 1 the finding the command
@@ -41,7 +42,7 @@ from .._judging import _calibrate
 from .._judging._judges import judge_from_spec
 from .._recording import _runlog
 from .._store import _inventory, _validate
-from . import _diff, _report, _review, _show
+from . import _diff, _import, _report, _review, _show
 
 __all__ = ["main"]
 
@@ -146,6 +147,7 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("target", metavar="KEY|PATH")
     _calibrate_command(commands, common)
     _review_commands(commands, common)
+    _import.register(commands, common, _EPILOG)
     return parser
 
 
