@@ -290,6 +290,7 @@ def attach(cassette_dir: Path, test: str, deck: Deck) -> None:
     log = _runlog.RunLog()
     log.session(deck, (test, test, cassette_dir))
     ours = next(iter(log.documents().values()))
+    ours["cassettes_used"] = sorted({key for key, _ in deck.trail})
     path = _runlog.runs_dir(cassette_dir) / f"{_runlog.LAST}.json"
     try:
         document = _runlog.load_run(path) if path.is_file() else ours
