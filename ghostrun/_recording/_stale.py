@@ -15,7 +15,7 @@ from pathlib import Path
 from .._core._exceptions import StaleCassette, StaleCassetteWarning
 from .._core._words import plural
 
-__all__ = ["defer", "message", "report", "take"]
+__all__ = ["add", "defer", "message", "report", "take"]
 
 _lock = threading.Lock()
 _deferred = False
@@ -35,11 +35,18 @@ def report(stale: dict[str, str], days: int, on_stale: str) -> None:
     if on_stale == "fail":
         raise StaleCassette(message(stale, days))
     with _lock:
-        if _deferred:
-            for path, day in stale.items():
-                _found[path] = min(day, _found.get(path, day))
-            return
+        deferred = _deferred
+    if deferred:
+        add(stale)
+        return
     warnings.warn(message(stale, days), StaleCassetteWarning, stacklevel=4)
+
+
+def add(stale: dict[str, str]) -> None:
+    """Stale cassettes another process collected (a pytest-xdist worker's)."""
+    with _lock:
+        for path, day in stale.items():
+            _found[path] = min(day, _found.get(path, day))
 
 
 def take() -> dict[str, str]:

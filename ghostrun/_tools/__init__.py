@@ -5,6 +5,7 @@
     _show         a cassette, readable
     _review       what changed in a branch's cassettes and verdicts
     _report       the review as one HTML file
+    _older        ``ghostrun check --older-than``: cassettes past an age
     _import       ``ghostrun import``: other tools' cassettes in (readers: ``_importers/``)
 
 May import: `_core`, `_wire`, `_secrets`, `_store`, `_recording`, `_judging`, `_assertions`.
