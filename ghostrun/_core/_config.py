@@ -121,8 +121,9 @@ def configure(
     if on_stale is not _UNSET:
         settings.on_stale = None if on_stale is None else check_on_stale(on_stale)
     if normalize is not _UNSET:
-        settings.normalize = () if normalize is None else _listed(normalize)
-        normalizer(settings.normalize)  # a bad entry fails here, where it was written
+        shapes = () if normalize is None else _listed(normalize)
+        normalizer(shapes)  # a bad entry fails here, where it was written, and is not kept
+        settings.normalize = shapes
 
 
 def _checked_age(value: str | int) -> str | int:
