@@ -14,6 +14,7 @@ import gzip
 import json
 import secrets as random_secrets
 import zlib
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from simulator import ProviderSimulator
 from test_secrets import assert_not_on_disk
 
 import ghostrun
+from ghostrun._core import _age
 from ghostrun._tools._cli import main
 
 MASK = "[REDACTED]"
@@ -50,6 +52,7 @@ def key() -> str:
 @pytest.fixture(autouse=True)
 def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(_age, "_clock", lambda: date(2031, 1, 1))  # imports keep the source's day
     for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
         monkeypatch.delenv(name, raising=False)
 
@@ -179,6 +182,14 @@ def _replay(provider: ProviderSimulator, directory: Path, live: Live, key: str, 
     assert audio == live.audio
 
 
+def _days(directory: Path) -> set[str | None]:
+    return {
+        r.get("recorded_on")
+        for p in directory.glob("*.json")
+        for r in json.loads(p.read_text())["responses"]
+    }
+
+
 def _import(*args: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
     code = main(["import", *args])
     return code, capsys.readouterr().out
@@ -214,6 +225,7 @@ def test_vcrpy_cassettes_replay_through_the_sdks(
     assert code == 0, printed
     assert "vcrpy: imported" in printed and "masked: " in printed
     assert "authorization header" in printed and "api_key= in the URL" in printed
+    assert _days(out) == {datetime.now(UTC).date().isoformat()}  # the responses' date header
     assert_not_on_disk(out, [key])
     _replay(provider, out, live, key)
 
@@ -346,10 +358,5 @@ def test_cassetter_cassettes_replay_through_the_sdks(
     assert code == 0, printed
     assert "cassetter: imported 7 exchanges" in printed
     assert_not_on_disk(out, [key])
-    days = {
-        r.get("recorded_on")
-        for p in out.glob("*.json")
-        for r in json.loads(p.read_text())["responses"]
-    }
-    assert days == {ghostrun._core._age.today()}  # cassetter's recorded_at, as a day
+    assert _days(out) == {datetime.now(UTC).date().isoformat()}  # cassetter's recorded_at
     _replay(provider, out, live, key)
