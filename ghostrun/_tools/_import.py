@@ -260,7 +260,7 @@ def _masked(exchange: Exchange) -> set[str]:
     ctype = next((v for k, v in exchange.request_headers if k == "content-type"), "")
     stored = {"url": exchange.uri, "body": request_body(exchange.request_body, ctype)}
     if entry_secrets(stored) or _shaped_secrets(exchange):
-        kinds.add("secret-shaped values in bodies")
+        kinds.add("secret-shaped values")
     return kinds
 
 
