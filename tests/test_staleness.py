@@ -214,10 +214,16 @@ def test_check_older_than_lists_exactly_the_stale_cassettes(
     assert code == 0 and "OK: no cassette is older than 15w" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]])
 def test_pytest_warns_once_at_the_end_of_the_run(
-    pytester: pytest.Pytester, provider: ProviderSimulator, cassette_dir: Path, clock: Clock
+    pytester: pytest.Pytester,
+    provider: ProviderSimulator,
+    cassette_dir: Path,
+    clock: Clock,
+    workers: list[str],
 ) -> None:
-    """Two tests replay stale cassettes: the run ends with one warning naming both."""
+    """Two tests replay stale cassettes: the run ends with one warning naming both
+    (under pytest-xdist too, each test on its own worker)."""
     with _session(cassette_dir, mode="auto"):
         _ask(provider, "first")
         _ask(provider, "second")
@@ -243,7 +249,7 @@ def test_pytest_warns_once_at_the_end_of_the_run(
             ask("second")
         """
     )
-    result = pytester.runpytest_subprocess("--ghostrun-replay", "-p", "no:cassetter")
+    result = pytester.runpytest_subprocess("--ghostrun-replay", "-p", "no:cassetter", *workers)
     result.assert_outcomes(passed=2, warnings=1)
     out = result.stdout.str()
     assert out.count("StaleCassetteWarning: ghostrun: replayed 2 cassettes recorded older") == 1
