@@ -315,6 +315,9 @@ def test_import_never_replaces_a_cassette_without_force_and_a_dry_run_writes_not
     assert code == 0 and "Edited:" not in cassette.read_text()
     assert len(json.loads(cassette.read_text())["responses"]) == 1
 
+    code, printed = _import(".", "--cassette-dir", "out", "--dry-run", capsys=capsys)
+    assert "out/" not in printed  # its own cassettes, inside the directory searched, are not read
+
 
 def test_what_cannot_be_imported_is_skipped_with_the_reason(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]

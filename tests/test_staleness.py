@@ -20,6 +20,7 @@ from simulator import ProviderSimulator
 import ghostrun
 from ghostrun._core import _age, _config
 from ghostrun._recording import _stale
+from ghostrun._store import _validate
 from ghostrun._tools._cli import main
 
 pytest_plugins = ["pytester"]
@@ -254,3 +255,14 @@ def test_pytest_warns_once_at_the_end_of_the_run(
     out = result.stdout.str()
     assert out.count("StaleCassetteWarning: ghostrun: replayed 2 cassettes recorded older") == 1
     assert all(p.name in out for p in cassette_dir.glob("*.json"))
+
+
+def test_a_recording_day_that_is_not_a_day_is_a_cassette_error(
+    provider: ProviderSimulator, cassette_dir: Path, clock: Clock
+) -> None:
+    with _session(cassette_dir, mode="auto"):
+        _ask(provider)
+    (path,) = cassette_dir.glob("*.json")
+    path.write_text(path.read_text().replace('"2026-03-01"', '"yesterday"'))
+    with pytest.raises(ghostrun.CassetteError, match=r"responses\[0\]\.recorded_on"):
+        _validate.load(path, "cassette")

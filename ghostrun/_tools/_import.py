@@ -90,7 +90,7 @@ def import_paths(
     existing = {p.stem for p in cassette_dir.glob("*.json")} if cassette_dir.is_dir() else set()
     decks: dict[str, Deck] = {}
     matcher = HostMatcher(PROVIDER_HOSTS + settings.extra_hosts())
-    for path in _files(paths):
+    for path in _files(paths, cassette_dir):
         found = FileReport(path)
         report.files.append(found)
         try:
@@ -133,11 +133,16 @@ def _read(path: Path) -> SourceFile:
     raise UnreadableSource("not a vcrpy or cassetter cassette")
 
 
-def _files(paths: Iterable[Path]) -> Iterator[Path]:
+def _files(paths: Iterable[Path], cassette_dir: Path) -> Iterator[Path]:
+    """The files at ``paths``; in a directory, those named like cassettes, minus ghostrun's own
+    (the cassette directory may be inside the one searched)."""
+    own = cassette_dir.resolve()
     for path in paths:
         if path.is_dir():
             yield from sorted(
-                p for p in path.rglob("*") if p.is_file() and p.name.endswith(SUFFIXES)
+                p
+                for p in path.rglob("*")
+                if p.is_file() and p.name.endswith(SUFFIXES) and own not in p.resolve().parents
             )
         else:
             yield path
