@@ -120,7 +120,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="AGE",
         default=None,
         help="recordings older than AGE (90d, 12w, 6m) are stale: re-recorded in auto, "
-        "warned about in replay (default: GHOSTRUN_MAX_AGE, then the ini ghostrun_max_age).",
+        "warned about in replay (default: the ini ghostrun_max_age; GHOSTRUN_MAX_AGE and a "
+        "session's max_age= beat it).",
     )
     parser.addini("ghostrun_max_age", "ghostrun's max_age (e.g. 90d)", default=None)
     parser.addini("ghostrun_on_stale", "replaying a stale recording: warn or fail", default=None)
