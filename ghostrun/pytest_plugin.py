@@ -209,8 +209,9 @@ class _Ghostrun:
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         settings.suite_mode, settings.cassette_dir = self._restore_settings
-        settings.max_age, settings.on_stale, settings.normalize = self._restore_staleness
-        _stale.defer(False)
+        *before, deferred = self._restore_staleness
+        settings.max_age, settings.on_stale, settings.normalize = before
+        _stale.defer(deferred)
         for name, value in self._restore_env.items():
             if value is None:
                 os.environ.pop(name, None)
@@ -328,7 +329,7 @@ def ghostrun_session(request: pytest.FixtureRequest) -> Iterator[Session]:
         _close(session, request.node)
 
 
-def _staleness_from(config: pytest.Config) -> tuple[Any, Any, Any]:
+def _staleness_from(config: pytest.Config) -> tuple[Any, Any, Any, bool]:
     """Set the staleness and normalize defaults from the flag and ini; what they were."""
     before = (settings.max_age, settings.on_stale, settings.normalize)
     max_age = config.getoption("ghostrun_max_age") or config.getini("ghostrun_max_age")
@@ -342,8 +343,7 @@ def _staleness_from(config: pytest.Config) -> tuple[Any, Any, Any]:
         )
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
-    _stale.defer(True)
-    return before
+    return (*before, _stale.defer(True))
 
 
 def rooted(config: pytest.Config, path: str | os.PathLike[str]) -> Path:

@@ -22,10 +22,12 @@ _deferred = False
 _found: dict[str, str] = {}  # cassette path -> the oldest day replayed from it
 
 
-def defer(enabled: bool) -> None:
-    """Collect the stale cassettes of every session for `take`, instead of warning each."""
+def defer(enabled: bool) -> bool:
+    """Collect the stale cassettes of every session for `take`, instead of warning each;
+    returns the previous setting (a pytest run inside a pytest run puts it back)."""
     global _deferred
-    _deferred = enabled
+    previous, _deferred = _deferred, enabled
+    return previous
 
 
 def report(stale: dict[str, str], days: int, on_stale: str) -> None:
