@@ -23,6 +23,11 @@
   working directory. A session a test opens itself resolves its path like any
   Python code does, against the current directory.
 - ``--ghostrun-snapshot NAME``: also save the run log as ``runs/NAME.json``.
+- ``--ghostrun-max-age AGE`` (ini ``ghostrun_max_age``, ``ghostrun_on_stale``) and the
+  ini option ``ghostrun_normalize`` (one shape or regex a line): the defaults of the
+  sessions' ``max_age``, ``on_stale`` and ``normalize`` (``GHOSTRUN_MAX_AGE`` beats
+  the flag). Replayed recordings older than ``max_age`` make one
+  `StaleCassetteWarning` at the end of the run, listing every such cassette.
 - ``@pytest.mark.ghostrun(**session_kwargs)``: the test, its fixtures included,
   runs inside a session named by its node id. Markers on the module, the class
   and the function merge, the closest winning. Sync and async tests alike
@@ -45,18 +50,19 @@ from __future__ import annotations
 
 import os
 import textwrap
+import warnings
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ._core._config import check_on_unplayed, settings
+from ._core._config import check_on_unplayed, configure, settings
 from ._core._distribution import foreign_install
-from ._core._exceptions import CacheMiss
+from ._core._exceptions import CacheMiss, StaleCassetteWarning
 from ._core._modes import VCR_ALIASES, Mode, parse_mode
 from ._intercept import _guard
-from ._recording import _runlog
+from ._recording import _runlog, _stale
 from ._recording._session import Session
 
 __all__ = ["ghostrun_session"]
@@ -64,6 +70,7 @@ __all__ = ["ghostrun_session"]
 _SESSION = pytest.StashKey[Session]()
 _EXCEPTION = pytest.StashKey[BaseException]()
 _WORKER_OUTPUT = "ghostrun_runlog"
+_STALE_OUTPUT = "ghostrun_stale"
 _EXPORTED = ("GHOSTRUN_MODE", "GHOSTRUN_BLOCK_NETWORK")
 _MARKER_HELP = (
     "ghostrun(**session_kwargs): run the test inside a ghostrun session named by its node id; "
@@ -108,6 +115,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="default cassette directory, relative to the rootdir (default: the ini option "
         "ghostrun_cassette_dir, GHOSTRUN_CASSETTE_DIR, then .ghostrun_cache).",
+    )
+    group.addoption(
+        "--ghostrun-max-age",
+        metavar="AGE",
+        default=None,
+        help="recordings older than AGE (90d, 12w, 6m) are stale: re-recorded in auto, "
+        "warned about in replay (default: the ini ghostrun_max_age; GHOSTRUN_MAX_AGE and a "
+        "session's max_age= beat it).",
+    )
+    parser.addini("ghostrun_max_age", "ghostrun's max_age (e.g. 90d)", default=None)
+    parser.addini("ghostrun_on_stale", "replaying a stale recording: warn or fail", default=None)
+    parser.addini(
+        "ghostrun_normalize",
+        "value shapes left out of ghostrun's keys: uuid, iso_datetime, date, unix_ts, "
+        "hex_id, or a regex (one a line)",
+        type="linelist",
+        default=[],
     )
     parser.addini(
         "ghostrun_cassette_dir",
@@ -214,10 +238,14 @@ class _Ghostrun:
                 raise pytest.UsageError(str(exc)) from None
         if config.pluginmanager.hasplugin("xdist") and not self.worker:
             config.pluginmanager.register(_XdistController(), "ghostrun-xdist")
+        self._restore_staleness = _staleness_from(config)
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         settings.suite_mode, settings.plugin_cassette_dir = self._restore_settings
         settings.on_unplayed = self._restore_on_unplayed
+        *before, deferred = self._restore_staleness
+        settings.max_age, settings.on_stale, settings.normalize = before
+        _stale.defer(deferred)
         for name, value in self._restore_env.items():
             if value is None:
                 os.environ.pop(name, None)
@@ -287,8 +315,12 @@ class _Ghostrun:
         if self.worker:
             workeroutput: dict[str, Any] = self.config.workeroutput  # type: ignore[attr-defined]
             workeroutput[_WORKER_OUTPUT] = _runlog.current().export()
+            workeroutput[_STALE_OUTPUT] = _stale.take()
             _runlog.current().clear()
             return
+        stale = _stale.take()
+        if stale:  # one warning for the whole run
+            warnings.warn(_stale.message(stale, None), StaleCassetteWarning, stacklevel=1)
         _runlog.run_limited_by(_limits(session))
         written, errors = _runlog.write_run(self.snapshot)
         self.written.extend(written)
@@ -313,6 +345,7 @@ class _XdistController:
         exported = getattr(node, "workeroutput", {}).get(_WORKER_OUTPUT)
         if exported:
             _runlog.current().merge(exported)
+        _stale.add(getattr(node, "workeroutput", {}).get(_STALE_OUTPUT) or {})
 
 
 @pytest.fixture
@@ -328,6 +361,23 @@ def ghostrun_session(request: pytest.FixtureRequest) -> Iterator[Session]:
         yield session
     finally:
         _close(session, request.node)
+
+
+def _staleness_from(config: pytest.Config) -> tuple[Any, Any, Any, bool]:
+    """Set the staleness and normalize defaults from the flag and ini; what they were."""
+    before = (settings.max_age, settings.on_stale, settings.normalize)
+    max_age = config.getoption("ghostrun_max_age") or config.getini("ghostrun_max_age")
+    on_stale = config.getini("ghostrun_on_stale")
+    shapes = config.getini("ghostrun_normalize")
+    try:
+        configure(
+            **({"max_age": max_age} if max_age else {}),
+            **({"on_stale": on_stale} if on_stale else {}),
+            **({"normalize": shapes} if shapes else {}),
+        )
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    return (*before, _stale.defer(True))
 
 
 def rooted(config: pytest.Config, path: str | os.PathLike[str]) -> Path:

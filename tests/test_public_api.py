@@ -22,6 +22,8 @@ EXPECTED = {
     "RawVerdict",
     "Redactor",
     "Session",
+    "StaleCassette",
+    "StaleCassetteWarning",
     "TestCaseMixin",
     "ToolCall",
     "ToolCallExpectation",

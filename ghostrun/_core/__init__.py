@@ -9,6 +9,8 @@
     _telemetry    URLs that are never recorded (trace uploads)
     _files        atomic writes, JSON in and out, temp and lock file names
     _lock         one cassette's cross-process lock
+    _age          a recording's day, ``max_age`` and the clock
+    _normalize    value shapes (dates, uuids) replaced for the key and the miss diff
     _words        counting things in a message (``2 tests``)
     _safe_text    untrusted text quoted for a terminal or Markdown, one rule each
     _version      the version

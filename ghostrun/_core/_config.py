@@ -9,19 +9,23 @@ has its own order (`resolve_mode`): the suite-wide switch beats the code.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from . import _project
+from ._age import parse_max_age
 from ._modes import Mode, parse_mode, running_on_ci
+from ._normalize import normalizer
 from ._public import public
 from ._telemetry import UrlList
 
 __all__ = [
     "ON_UNPLAYED",
     "block_network_default",
+    "check_on_stale",
     "check_on_unplayed",
     "configure",
     "mode_source",
@@ -51,6 +55,9 @@ class Settings:
     min_judge_kappa: float | None = None  # below it, a judged failure says so (_calibrate)
     plugin_cassette_dir: Path | None = None  # pytest's flag or ini: beaten by the environment
     on_unplayed: str | None = None  # configure(), or pytest's ini ghostrun_on_unplayed
+    max_age: str | int | None = None  # staleness (`_age`); GHOSTRUN_MAX_AGE beats it
+    on_stale: Literal["warn", "fail"] | None = None  # what replaying a stale recording does
+    normalize: tuple[Any, ...] = ()  # value shapes left out of the key (`_store._normalize`)
 
     def resolve_cassette_dir(self, explicit: str | os.PathLike[str] | None = None) -> Path:
         if explicit is not None:
@@ -118,6 +125,9 @@ def configure(
     on_judge_unavailable: Literal["error", "skip"] | None = _UNSET,
     min_judge_kappa: float | None = _UNSET,
     on_unplayed: str | None = _UNSET,
+    max_age: str | int | None = _UNSET,
+    on_stale: Literal["warn", "fail"] | None = _UNSET,
+    normalize: Iterable[Any] | str | None = _UNSET,
 ) -> None:
     """Set suite-wide defaults; pass ``None`` to return one to its default.
 
@@ -128,6 +138,8 @@ def configure(
     below which a judged failure warns that the judge, not the app, may be wrong.
     ``on_unplayed`` (``"fail"``, ``"warn"``, ``"ignore"``) is what a replayed test
     that used fewer steps than its trajectory does (``GHOSTRUN_ON_UNPLAYED`` beats it).
+    ``max_age``, ``on_stale`` and ``normalize`` are the session arguments' defaults
+    (docs/staleness.md, docs/normalize.md).
     """
     _project.forget()  # a configure() call also re-reads the project's table
     if mode is not _UNSET:
@@ -152,6 +164,14 @@ def configure(
         settings.min_judge_kappa = None if min_judge_kappa is None else _kappa(min_judge_kappa)
     if on_unplayed is not _UNSET:
         settings.on_unplayed = None if on_unplayed is None else check_on_unplayed(on_unplayed)
+    if max_age is not _UNSET:
+        settings.max_age = None if max_age is None else _checked_age(max_age)
+    if on_stale is not _UNSET:
+        settings.on_stale = None if on_stale is None else check_on_stale(on_stale)
+    if normalize is not _UNSET:
+        shapes = () if normalize is None else _listed(normalize)
+        normalizer(shapes)  # a bad entry fails here, where it was written, and is not kept
+        settings.normalize = shapes
 
 
 def check_on_unplayed(value: object, where: str = "on_unplayed") -> str:
@@ -169,6 +189,21 @@ def resolve_on_unplayed(explicit: str | None = None) -> str:
     if env:
         return check_on_unplayed(env, "GHOSTRUN_ON_UNPLAYED")
     return settings.on_unplayed or "fail"
+
+
+def _checked_age(value: str | int) -> str | int:
+    parse_max_age(value)  # an invalid age fails here, where it was written
+    return value
+
+
+def check_on_stale(value: str) -> Literal["warn", "fail"]:
+    if value not in ("warn", "fail"):
+        raise ValueError(f"invalid on_stale {value!r}: expected 'warn' or 'fail'")
+    return value  # type: ignore[return-value]
+
+
+def _listed(value: Any) -> tuple[Any, ...]:
+    return (value,) if isinstance(value, str | re.Pattern) else tuple(value)
 
 
 def _kappa(value: object) -> float:

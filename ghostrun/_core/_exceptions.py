@@ -10,7 +10,9 @@
             │                      version, or cannot be written
             ├── UnsupportedLibrary an installed HTTP library lacks the hook we wrap
             │                      (alias: UnsupportedHttpx, its first name)
-            └── JudgeUnavailable   the judge cannot be reached or cannot answer
+            ├── JudgeUnavailable   the judge cannot be reached or cannot answer
+            └── StaleCassette      replay used recordings older than ``max_age``
+                                   (``on_stale="fail"``)
         └── AssertionError
             └── UnplayedSteps      a replayed test stopped before the steps its trajectory
                                    recorded (``on_unplayed="fail"``)
@@ -18,6 +20,7 @@
     ├── UnlistedHostWarning    a request that looks like an LLM call passed through
     │                          unrecorded: its host is not listed
     ├── AuthFailureWarning     a session recorded a 401 or 403: the key is likely bad
+    ├── StaleCassetteWarning   replay used recordings older than ``max_age``
     └── UnplayedStepsWarning   the same as ``UnplayedSteps``, with ``on_unplayed="warn"``
 
 ``CacheMiss`` derives from ``BaseException`` on purpose, as pytest's own
@@ -62,6 +65,8 @@ __all__ = [
     "DamagedCassette",
     "GhostrunError",
     "JudgeUnavailable",
+    "StaleCassette",
+    "StaleCassetteWarning",
     "UnlistedHostWarning",
     "UnplayedSteps",
     "UnplayedStepsWarning",
@@ -151,5 +156,18 @@ class UnplayedSteps(AssertionError):
 
 
 @public
+class StaleCassette(GhostrunError):
+    """A replay used recordings older than ``max_age``, and ``on_stale="fail"`` was asked.
+
+    Raised when the session closes, listing the cassettes; re-record them.
+    """
+
+
+@public
 class UnplayedStepsWarning(UserWarning):
     """Steps left unplayed by a replayed test whose ``on_unplayed`` is ``"warn"``."""
+
+
+@public
+class StaleCassetteWarning(UserWarning):
+    """A replay used recordings older than ``max_age``: one warning lists them all."""

@@ -32,12 +32,14 @@ from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import parse_qsl, urlsplit
 
-from .._core._config import block_network_default, resolve_mode, settings
+from .._core._age import is_stale, max_age_days, today
+from .._core._config import block_network_default, check_on_stale, resolve_mode, settings
 from .._core._exceptions import AuthFailureWarning, CacheMiss, CassetteError, DamagedCassette
 from .._core._files import ensure_dir
 from .._core._hosts import PROVIDER_HOSTS, HostMatcher
 from .._core._lock import cassette_lock
 from .._core._modes import Mode
+from .._core._normalize import normalizer
 from .._core._telemetry import TELEMETRY_URLS, UrlList
 from .._secrets._redact import (
     Frozen,
@@ -53,7 +55,7 @@ from .._secrets._redact import (
 )
 from .._store._cassette import Cassette, Recording, encode_response, read_run
 from .._store._keys import canonical_body, canonical_url, match_key, split_field_paths
-from . import _trajectory
+from . import _stale, _trajectory
 from ._hops import Hops
 from ._miss import describe_miss
 from ._steps import Step
@@ -116,6 +118,9 @@ class Arguments(NamedTuple):
     ignore_urls: tuple[str, ...]
     block_network: bool | None
     on_unplayed: str | None = None
+    max_age: str | int | None = None  # staleness (`_core._age`, docs/staleness.md)
+    on_stale: str | None = None  # "warn" (default) or "fail"
+    normalize: Any = None  # value shapes left out of the key (`_core._normalize`)
 
 
 class LazyHeaders(Sequence[tuple[str, str]]):
@@ -201,6 +206,12 @@ class Deck:
         explicit = arguments.block_network
         self.block_network = block_network_default() if explicit is None else bool(explicit)
         self.ignore = split_field_paths(arguments.ignore_fields)
+        self.max_age = max_age_days(arguments.max_age, settings.max_age)
+        self.on_stale = check_on_stale(arguments.on_stale or settings.on_stale or "warn")
+        shapes = settings.normalize if arguments.normalize is None else arguments.normalize
+        self.normalizer = normalizer(shapes)
+        self.stale: dict[str, str] = {}  # replayed cassettes older than max_age: path -> day
+        self._stale_from: dict[str, int] = {}  # per key: the stale response auto re-records
         self.matcher = HostMatcher(PROVIDER_HOSTS + settings.extra_hosts() + arguments.hosts)
         self._cursor: dict[str, int] = {}  # per key: the next response of its run to use
         self._run_of: dict[str, str | None] = {}  # per key: the run (label) this session uses
@@ -241,6 +252,7 @@ class Deck:
             write_errors, self._write_errors = self._write_errors, []
             closing, self._on_close = self._on_close, []
             auth_failures, self._auth_failures = self._auth_failures, {}
+            stale, self.stale = self.stale, {}
         for finish in closing:
             finish()
         for closed in _hooks.closed:
@@ -251,6 +263,8 @@ class Deck:
             raise unraised[0] from exc
         if write_errors and exc is not write_errors[0]:
             raise write_errors[0]  # the block's own error, if any, is its __context__
+        if exc is None and self.max_age is not None:
+            _stale.report(stale, self.max_age, self.on_stale)
         unplayed = _trajectory.session_closed(self, failed=exc is not None or bool(unraised))
         if unplayed is not None:
             raise unplayed
@@ -275,7 +289,9 @@ class Deck:
         query = parse_qsl(url_parts[4], keep_blank_values=True) if url_parts[4] else []
         info = RequestInfo(method, url, headers, query, body)
         key_type = "" if body[:1] in (b"{", b"[") else info.content_type
-        info.key = match_key(method, url, canonical_body(body, key_type, self.ignore))
+        shapes = self.normalizer
+        key_url = url if shapes is None else shapes.url(url)
+        info.key = match_key(method, key_url, canonical_body(body, key_type, self.ignore, shapes))
         return info
 
     def plan(self, info: RequestInfo) -> Recording | None:
@@ -303,6 +319,8 @@ class Deck:
             replies = None if found is None else found[1]
             if found is not None:
                 self._run_of[key] = found[0]
+            if replies and self._stale(key, path, replies, index):
+                return None  # auto: a recording older than max_age is made again
             if replies and (index < len(replies) or self.mode is Mode.REPLAY):
                 self._cursor[key] = index + 1
                 self.replayed += 1
@@ -315,6 +333,22 @@ class Deck:
                 self.trail.append((key, "missed"))
                 raise self._miss(info)
             return None
+
+    def _stale(self, key: str, path: str, replies: list[Recording], index: int) -> bool:
+        """Whether auto mode re-records the response at ``index`` as older than ``max_age``.
+
+        In replay mode it is replayed, and the cassette noted for the warning at exit.
+        """
+        if self.max_age is None or (index >= len(replies) and self.mode is not Mode.REPLAY):
+            return False
+        day = replies[min(index, len(replies) - 1)].recorded_on
+        if not is_stale(day, self.max_age):
+            return False
+        if self.mode is Mode.REPLAY:
+            self.stale[path] = min(str(day), self.stale.get(path, str(day)))
+            return False
+        self._stale_from.setdefault(key, index)
+        return True
 
     def commit(self, info: RequestInfo, recording: Recording) -> None:
         """Write a response just received; a retried-past transient failure is replaced.
@@ -381,6 +415,10 @@ class Deck:
                 return 0
             cassette = self._cassette_for_writing(info)
         label = self._run_for_writing(key, cassette)
+        stale_from = self._stale_from.pop(key, None)
+        if stale_from is not None:  # auto re-records a stale run from there on
+            for position in reversed(cassette.run(label)[stale_from:]):
+                cassette.raw_responses.pop(position)
         if self._replaces_transient(key, cassette, label):
             cassette.raw_responses.pop(cassette.run(label)[-1])
             self.recorded -= 1
@@ -428,6 +466,7 @@ class Deck:
                 recording.body,
                 recording.chunks,
                 recording.stream_error,
+                today() if recording.recorded_on is None else recording.recorded_on,
                 recording.reason,
             ),
             _content_type(recording.headers),

@@ -26,6 +26,7 @@ import orjson
 
 from .._core._config import mode_source
 from .._core._exceptions import CassetteError
+from .._core._normalize import BUILTINS, Normalizer, normalizer
 from .._core._safe_text import terminal
 from .._store._keys import remove_field
 from .._store._render import render_body
@@ -58,16 +59,16 @@ def describe_miss(info: RequestInfo, deck: Deck, ignore: Sequence[tuple[str, ...
             "  The cassette directory does not exist. Check cassette_dir= (in pytest a "
             "relative one is relative to the rootdir; elsewhere to the current directory)."
         )
-    lines.append(
-        "  To record it, run once with GHOSTRUN_MODE=record (or pytest --ghostrun-record) "
-        "with the provider reachable."
-    )
     body = _without(deck.stored_request(info).get("body"), ignore)
     step = _step_lines(directory, deck, body, ignore)
     if step:
         lines.extend(step)
         return "\n".join(lines)
     closest = _closest(directory, info, body, ignore)
+    shapes = _only_shapes(closest[1], body) if closest is not None else None
+    if shapes and deck.normalizer is not None:  # name the whole option: what it has, and more
+        shapes = [n for n in BUILTINS if n in shapes or n in deck.normalizer.names]
+    lines.extend(_advice(shapes))
     if closest is None:
         lines.append(
             f"  No recorded request to {info.method} {_endpoint(info.url)} in this directory."
@@ -75,6 +76,9 @@ def describe_miss(info: RequestInfo, deck: Deck, ignore: Sequence[tuple[str, ...
     else:
         other_path, other = closest
         lines.append(f"  Closest recorded request to the same endpoint: {other_path.name}")
+        normalize = deck.normalizer
+        if normalize is not None:  # the diff shows what the key compares
+            other, body = _shaped(other, normalize), _shaped(body, normalize)
         lines.extend(_diff(other, body, other_path.name))
     return terminal("\n".join(lines))  # the closest recording comes from a file: no escapes
 
@@ -104,6 +108,56 @@ def _uncommitted(path: Path) -> list[str]:
         "  This file is not in the repository (git does not track it): if it was recorded "
         f"on another machine, it was never committed. Commit it: git add {path}"
     ]
+
+
+def _advice(shapes: list[str] | None) -> list[str]:
+    """How to fix the miss: re-recording only helps when the request is not new every run."""
+    if shapes:
+        option = "normalize=[" + ", ".join(f'"{name}"' for name in shapes) + "]"
+        return [
+            f"  The request differs from the closest recording only in values shaped like "
+            f"{' and '.join(shapes)}, which change on every run: re-recording cannot help. "
+            f"Pass {option} (a session argument, configure(), or the pytest ini "
+            f"ghostrun_normalize) so that they are left out of the key."
+        ]
+    return [
+        "  To record it, run once with GHOSTRUN_MODE=record (or pytest --ghostrun-record) "
+        "with the provider reachable. If a value in the request changes on every run (an "
+        "id, a date), leave it out of the key: ignore_fields=[...] for a whole field, "
+        'normalize=["uuid", "date", ...] or a regex for a value inside a string.'
+    ]
+
+
+def _only_shapes(recorded: Any, live: Any) -> list[str] | None:
+    """The built-in shapes that alone make two different bodies equal, if they do."""
+    if render_body(recorded) == render_body(live):
+        return None
+    every = normalizer(list(BUILTINS))
+    if every is None or _differ(recorded, live, every):
+        return None
+    needed = [
+        name
+        for name in BUILTINS
+        if _differ(recorded, live, normalizer([n for n in BUILTINS if n != name]))
+    ]
+    return needed if needed and not _differ(recorded, live, normalizer(needed)) else list(BUILTINS)
+
+
+def _differ(recorded: Any, live: Any, shapes: Normalizer | None) -> bool:
+    if shapes is None:
+        return render_body(recorded) != render_body(live)
+    return render_body(_shaped(recorded, shapes)) != render_body(_shaped(live, shapes))
+
+
+def _shaped(body: Any, shapes: Normalizer) -> Any:
+    """A stored body with the shapes' values replaced, as the key sees them."""
+    if not isinstance(body, dict):
+        return body
+    if "json" in body:
+        return {**body, "json": shapes.value(body["json"])}
+    if isinstance(body.get("text"), str):
+        return {**body, "text": shapes.text(body["text"])}
+    return body
 
 
 def _without(body: Any, ignore: Sequence[tuple[str, ...]]) -> Any:

@@ -24,9 +24,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
-from .._core._config import check_on_unplayed, resolve_on_unplayed
+from .._core._age import parse_max_age
+from .._core._config import check_on_stale, check_on_unplayed, resolve_on_unplayed
 from .._core._exceptions import CacheMiss
 from .._core._modes import Mode, parse_mode
+from .._core._normalize import normalizer
 from .._core._public import public
 from .._core._telemetry import UrlList
 from ._deck import Arguments, Deck, Redactor
@@ -104,6 +106,9 @@ class Session:
         ignore_urls: Iterable[str] = (),
         block_network: bool | None = None,
         on_unplayed: str | None = None,
+        max_age: str | int | None = None,
+        on_stale: str | None = None,
+        normalize: Any = None,
     ) -> None:
         if mode is not None:
             parse_mode(mode)  # an invalid mode fails here, where it was written
@@ -111,6 +116,7 @@ class Session:
         UrlList(urls)  # an entry that names no path fails here, where it was written
         if on_unplayed is not None:
             check_on_unplayed(on_unplayed)  # likewise
+        _check_staleness_and_shapes(max_age, on_stale, normalize)  # likewise
         self._deck = Deck(
             Arguments(
                 mode=mode,
@@ -122,6 +128,9 @@ class Session:
                 ignore_urls=urls,
                 block_network=block_network,
                 on_unplayed=on_unplayed,
+                max_age=max_age,
+                on_stale=on_stale,
+                normalize=normalize,
             )
         )
 
@@ -253,6 +262,15 @@ session = Session
 def _strings(items: Iterable[str]) -> tuple[str, ...]:
     """An argument that takes several strings, or one."""
     return (items,) if isinstance(items, str) else tuple(items)
+
+
+def _check_staleness_and_shapes(max_age: Any, on_stale: Any, normalize: Any) -> None:
+    """``max_age``, ``on_stale`` and ``normalize`` checked where they were written."""
+    if max_age is not None:
+        parse_max_age(max_age)
+    if on_stale is not None:
+        check_on_stale(on_stale)
+    normalizer(normalize)
 
 
 def _without_last(stack: tuple[Session, ...], item: Session) -> tuple[Session, ...]:

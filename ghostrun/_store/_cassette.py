@@ -5,6 +5,7 @@
       "request": {"body": BODY, "headers": {...}, "method": ..., "url": ...},
       "responses": [{"body": BODY, "headers": {...}, "status": 200,
                      "reason": "PermissionDenied"?,
+                     "recorded_on": "2026-12-02"?,
                      "stream_error": {"message": ..., "type": ...}?}, ...],
       "version": 2
     }
@@ -38,6 +39,9 @@ a session replays its own run when the file has one, else the first run in
 the file (which it then extends, in ``auto``, past its end); ``record``
 replaces only the session's own run. Responses without the field (unnamed
 sessions, files from before runs) are one run.
+
+Each response carries the day it was recorded (``recorded_on``, `_core._age`),
+for ``max_age``; files written before it was kept lack it and still load.
 
 Every file is validated on read (`ghostrun._store._validate`): a bad one raises
 `CassetteError` naming the file and the field, and is never overwritten.
@@ -90,6 +94,9 @@ class Recording:
     chunks: list[bytes] | None = None  # set for streamed responses
     stream_error: tuple[str, str] | None = None  # (exception type, message)
     reason: str | None = None  # the status line's phrase, if not the standard one (`reason_of`)
+    # The day it was recorded (``YYYY-MM-DD``). None: today, stamped when written;
+    # "": unknown (an import from a source that kept no date), written without one.
+    recorded_on: str | None = None
 
     @property
     def transient(self) -> bool:
@@ -238,6 +245,8 @@ def encode_response(recording: Recording, content_type: str) -> dict[str, Any]:
         entry["stream_error"] = {"type": kind, "message": message}
     if _kept_reason(recording):
         entry["reason"] = recording.reason
+    if recording.recorded_on:
+        entry["recorded_on"] = recording.recorded_on
     return entry
 
 
@@ -263,7 +272,11 @@ def _decode_response(raw: dict[str, Any], path: str | Path) -> Recording:
             and "stream_error" not in raw
         ):
             recording = Recording(  # nearly every one
-                status, headers, json_body_bytes(body), reason=raw.get("reason")
+                status,
+                headers,
+                json_body_bytes(body),
+                reason=raw.get("reason"),
+                recorded_on=raw.get("recorded_on"),
             )
         else:
             decoded = decode_body(body or {"text": ""})
@@ -275,6 +288,7 @@ def _decode_response(raw: dict[str, Any], path: str | Path) -> Recording:
                 chunks=decoded if isinstance(decoded, list) else None,
                 stream_error=(str(error["type"]), str(error["message"])) if error else None,
                 reason=raw.get("reason"),
+                recorded_on=raw.get("recorded_on"),
             )
     except (KeyError, TypeError, ValueError) as exc:
         raise CassetteError(f"corrupt cassette {path}: bad response entry ({exc})") from exc

@@ -19,6 +19,7 @@ from urllib.parse import parse_qsl, urlencode
 
 import orjson
 
+from .._core._normalize import Normalizer
 from .._secrets._credentials import (
     has_credential_field,
     is_credential_field,
@@ -104,8 +105,13 @@ def without_fields(value: Any, ignore: Sequence[tuple[str, ...]]) -> Any:
     return value
 
 
-def canonical_body(body: bytes, content_type: str, ignore: Sequence[tuple[str, ...]] = ()) -> bytes:
-    """The body as the key sees it (see the module docstring)."""
+def canonical_body(
+    body: bytes,
+    content_type: str,
+    ignore: Sequence[tuple[str, ...]] = (),
+    normalize: Normalizer | None = None,
+) -> bytes:
+    """The body as the key sees it (see the module docstring; ``normalize``: `_normalize`)."""
     if not body:
         return b""
     ctype = content_type.lower()
@@ -118,7 +124,13 @@ def canonical_body(body: bytes, content_type: str, ignore: Sequence[tuple[str, .
             value = _without_credentials(value)
         for path in ignore:
             remove_field(value, path)
+        if normalize is not None:
+            value = normalize.value(value)
         return orjson.dumps(value, option=_SORTED_COMPACT)
+    if normalize is not None and ctype.startswith("text/"):
+        return normalize.text(body.decode("utf-8", "surrogateescape")).encode(
+            "utf-8", "surrogateescape"
+        )
     if ctype.startswith("multipart/"):
         return _canonical_multipart(body, content_type)
     if ctype.startswith("application/x-www-form-urlencoded"):

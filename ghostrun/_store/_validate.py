@@ -28,6 +28,7 @@ import binascii
 import os
 import re
 from collections.abc import Callable
+from datetime import date
 from pathlib import Path
 from typing import Any, Literal
 
@@ -192,9 +193,15 @@ def _plain_response(response: Any) -> bool:
     session = response.get("session", "")
     return (
         type(session) is str
+        and _plain_day(response.get("recorded_on", "2026-01-01"))
         and _plain_response_headers(response.get("headers", {}))
         and (_plain_body(response, "body"))
     )
+
+
+def _plain_day(day: Any) -> bool:
+    """Looks like ``YYYY-MM-DD`` (anything else is checked in full, and named)."""
+    return type(day) is str and len(day) == 10
 
 
 def _plain_headers(headers: Any) -> bool:
@@ -504,6 +511,7 @@ def _response(value: Any, where: str) -> None:
     _optional(response, "stream_error", where, _stream_error)
     _optional(response, "session", where, _str)
     _optional(response, "reason", where, _reason)
+    _optional(response, "recorded_on", where, _day)
 
 
 _REASON = re.compile(r"[\t\x20-\x7e\x80-\xff]{0,512}")
@@ -520,6 +528,15 @@ def _reason(value: Any, where: str) -> None:
     _str(value, where)
     if not valid_reason(value):
         raise Invalid(where, "not a reason phrase (one line, at most 512 Latin-1 characters)")
+
+
+def _day(value: Any, where: str) -> None:
+    """The day a response was recorded: ``YYYY-MM-DD``."""
+    _str(value, where)
+    try:
+        date.fromisoformat(value)
+    except ValueError:
+        raise Invalid(where, f"expected a day like 2026-12-02, got {_got(value)}") from None
 
 
 def _stream_error(value: Any, where: str) -> None:

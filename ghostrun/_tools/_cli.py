@@ -8,6 +8,7 @@
     ghostrun review [BEFORE] [AFTER]    what a prompt change did to requests, answers, verdicts
     ghostrun report [RUN]               a self-contained HTML page of a run
     ghostrun doctor                     each road's library: its version, hooked or why not
+    ghostrun import PATH...             vcrpy and cassetter cassettes in, as if recorded here
 
 Every command takes ``--cassette-dir`` (default: ``GHOSTRUN_CASSETTE_DIR``,
 then ``.ghostrun_cache``). Exit status: 0 fine, 1 the finding the command
@@ -45,7 +46,7 @@ from .._judging import _calibrate
 from .._judging._judges import judge_from_spec
 from .._recording import _runlog
 from .._store import _inventory, _validate
-from . import _diff, _doctor, _report, _review, _show, _tokens
+from . import _diff, _doctor, _import, _older, _report, _review, _show, _tokens
 
 __all__ = ["main"]
 
@@ -123,7 +124,7 @@ def _parser() -> argparse.ArgumentParser:
         help="text for a terminal, markdown for a pull-request comment, json for tools",
     )
 
-    _command(
+    check = _command(
         commands,
         "check",
         _run_check,
@@ -132,6 +133,11 @@ def _parser() -> argparse.ArgumentParser:
         "Reads runs/_last.json, so run the whole suite first (a partial run leaves the "
         "cassettes of the tests it skipped unused). Exit status 1 when anything is stale "
         "or missed.",
+    )
+    check.add_argument(
+        "--older-than",
+        metavar="AGE",
+        help="instead, list the cassettes recorded more than AGE ago (90d, 12w, 6m; exit 1 if any)",
     )
     prune = _command(
         commands,
@@ -168,6 +174,7 @@ def _parser() -> argparse.ArgumentParser:
         "Exit status 1 when an installed library lacks its hook (its calls to a provider "
         "raise UnsupportedLibrary). docs/roads.md lists the supported versions.",
     )
+    _import.register(commands, common, _EPILOG)
     return parser
 
 
@@ -324,6 +331,13 @@ def _unused(directory: Path) -> _Unused:
 
 def _run_check(args: argparse.Namespace) -> int:
     directory = _cassette_dir(args)
+    if args.older_than is not None:
+        try:
+            old, undated = _older.older_than(directory, args.older_than)
+        except ValueError as exc:
+            raise _UsageError(str(exc)) from None
+        _out(_older.render(directory, args.older_than, old, undated))
+        return 1 if old else 0
     found = _unused(directory)
     misses = found.run.get("misses") or []
     tests = len(found.run["tests"])
