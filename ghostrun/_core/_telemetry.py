@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from fnmatch import fnmatchcase
 
-__all__ = ["TELEMETRY_URLS", "UrlList"]
+__all__ = ["TELEMETRY_URLS", "UrlList", "shared_url_list"]
 
 TELEMETRY_URLS: tuple[str, ...] = (
     "/v1/traces/ingest",  # openai-agents' trace export (agents.tracing.processors)
@@ -61,6 +61,20 @@ class UrlList:
         if self._host_paths.intersection(candidates[1:]):
             return True
         return any(fnmatchcase(c, g) for g in self._globs for c in candidates)
+
+
+_shared: dict[tuple[str, ...], UrlList] = {}
+_SHARED_MAX = 64
+
+
+def shared_url_list(patterns: tuple[str, ...]) -> UrlList:
+    """The one `UrlList` for this exact list, built once: sessions nearly always repeat it."""
+    found = _shared.get(patterns)
+    if found is None:
+        if len(_shared) >= _SHARED_MAX:
+            _shared.clear()
+        found = _shared[patterns] = UrlList(patterns)
+    return found
 
 
 def _normalise(text: str) -> str:

@@ -41,6 +41,7 @@ from .._core._modes import Mode
 from .._store._cassette import Recording
 from ._engine import Decoder, Exchange, Tape, decoder, is_stream, route
 from ._patch import Restore, library, replace
+from ._signatures import parameters, takes_keyword
 
 __all__ = ["AiohttpAdapter", "Middleware"]
 
@@ -84,20 +85,13 @@ def _missing_hook(aiohttp: ModuleType) -> str | None:
     request = aiohttp.ClientSession.__dict__.get("_request")
     if not callable(request):
         return "ClientSession._request"
-    if not (hasattr(aiohttp, "client_middlewares") and _takes_keyword(request, "middlewares")):
+    if not (hasattr(aiohttp, "client_middlewares") and takes_keyword(request, "middlewares")):
         return "client middlewares (ClientSession._request(middlewares=...))"
     if not callable(getattr(aiohttp.payload.Payload, "as_bytes", None)):
         return "Payload.as_bytes"
-    response_params = inspect.signature(aiohttp.ClientResponse.__init__).parameters
-    if not set(_RESPONSE_ARGS) <= set(response_params):
+    if not set(_RESPONSE_ARGS) <= parameters(aiohttp.ClientResponse.__init__):
         return "ClientResponse(writer=, continue100=, timer=, request_info=, traces=, ...)"
     return None
-
-
-def _takes_keyword(fn: Callable[..., Any], name: str) -> bool:
-    """True if `fn` accepts ``name=`` (another library's ``**kwargs`` wrapper passes it on)."""
-    params = inspect.signature(fn).parameters.values()
-    return any(p.name == name or p.kind is p.VAR_KEYWORD for p in params)
 
 
 def _wrap_request(original: Callable[..., Any], decoded: Middleware, raw: Middleware) -> Any:

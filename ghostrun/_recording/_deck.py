@@ -34,10 +34,10 @@ from urllib.parse import parse_qsl
 from .._core._config import block_network_default, resolve_mode, settings
 from .._core._exceptions import CacheMiss
 from .._core._files import ensure_dir
-from .._core._hosts import PROVIDER_HOSTS, HostMatcher
+from .._core._hosts import PROVIDER_HOSTS, HostMatcher, shared_matcher
 from .._core._lock import cassette_lock
 from .._core._modes import Mode
-from .._core._telemetry import TELEMETRY_URLS, UrlList
+from .._core._telemetry import TELEMETRY_URLS, UrlList, shared_url_list
 from .._secrets._redact import (
     Frozen,
     collect_secrets,
@@ -192,7 +192,9 @@ class Deck:
         explicit = arguments.block_network
         self.block_network = block_network_default() if explicit is None else bool(explicit)
         self.ignore = split_field_paths(arguments.ignore_fields)
-        self.matcher = HostMatcher(PROVIDER_HOSTS + settings.extra_hosts() + arguments.hosts)
+        self.matcher: HostMatcher = shared_matcher(
+            PROVIDER_HOSTS + settings.extra_hosts() + arguments.hosts
+        )
         self._cursor: dict[str, int] = {}  # per key: the next response of its run to use
         self._run_of: dict[str, str | None] = {}  # per key: the run (label) this session uses
         self._recorded_here: dict[str, int] = {}
@@ -200,7 +202,9 @@ class Deck:
         self._unraised: list[CacheMiss] = []
         self._write_errors: list[Exception] = []
         self.warned_unlisted = False  # the engine's UnlistedHostWarning: once per session
-        self.telemetry = UrlList(TELEMETRY_URLS + settings.ignore_urls + arguments.ignore_urls)
+        self.telemetry: UrlList = shared_url_list(
+            TELEMETRY_URLS + settings.ignore_urls + arguments.ignore_urls
+        )
         self._on_close: list[Callable[[], None]] = []  # WebSocket tapes still open, to write
 
     # -- entering and leaving ------------------------------------------------
