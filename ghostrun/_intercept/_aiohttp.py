@@ -40,8 +40,8 @@ from .._core._exceptions import UnsupportedHttpx
 from .._core._modes import Mode
 from .._store._cassette import Recording
 from ._engine import Decoder, Exchange, Tape, decoder, is_stream, route
+from ._once import built, parameters, takes_keyword
 from ._patch import Restore, library, replace
-from ._signatures import parameters, takes_keyword
 
 __all__ = ["AiohttpAdapter", "Middleware"]
 
@@ -76,8 +76,11 @@ class AiohttpAdapter:
 
     def install(self) -> Restore:
         cls, kit = self.module.ClientSession, Kit.of(self.module)
-        decoded, raw = Middleware(kit, True), Middleware(kit, False)
-        return replace((cls, "_request", _wrap_request(cls.__dict__["_request"], decoded, raw)))
+        return replace((cls, "_request", built(_hook, cls.__dict__["_request"], kit)))
+
+
+def _hook(original: Callable[..., Any], kit: Kit) -> Any:
+    return _wrap_request(original, Middleware(kit, True), Middleware(kit, False))
 
 
 def _missing_hook(aiohttp: ModuleType) -> str | None:

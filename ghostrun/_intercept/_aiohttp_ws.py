@@ -28,6 +28,7 @@ from typing import Any
 from .._core._exceptions import UnsupportedHttpx
 from .._recording._session import bypass_interception
 from .._store._wscassette import Close
+from ._once import built
 from ._patch import Restore, library, replace
 from ._wslink import NeedsLive, Player, Recorder, Replaying, open_link
 
@@ -61,7 +62,7 @@ class AiohttpWsAdapter:
 
     def install(self) -> Restore:
         cls = self.module.ClientSession
-        return replace((cls, "_ws_connect", _wrap(cls.__dict__["_ws_connect"])))
+        return replace((cls, "_ws_connect", built(_wrap, cls.__dict__["_ws_connect"])))
 
 
 def _wrap(original: Callable[..., Any]) -> Callable[..., Any]:

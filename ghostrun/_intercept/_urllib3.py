@@ -39,8 +39,8 @@ from urllib.parse import unquote, urlsplit
 from .._core._exceptions import UnsupportedHttpx
 from .._store._cassette import Recording
 from ._engine import Exchange, Tape, is_stream, route
+from ._once import built, parameters
 from ._patch import Restore, library, replace
-from ._signatures import parameters
 
 __all__ = ["Urllib3Adapter", "adapters"]
 
@@ -82,7 +82,8 @@ class Urllib3Adapter:
     def install(self) -> Restore:
         plain = self.module.connectionpool.HTTPConnectionPool
         tls = self.module.connectionpool.HTTPSConnectionPool
-        hook = _hook(self.module, plain.__dict__["_make_request"], tls.__dict__["_prepare_proxy"])
+        originals = plain.__dict__["_make_request"], tls.__dict__["_prepare_proxy"]
+        hook = built(_hook, self.module, *originals)
         return replace((plain, "_make_request", hook), (tls, "_prepare_proxy", _defer_tunnel))
 
 

@@ -32,6 +32,7 @@ from typing import Any
 
 from .._core._exceptions import UnsupportedHttpx
 from .._store._wscassette import Close
+from ._once import built
 from ._patch import Restore, library, replace
 from ._wslink import NeedsLive, Player, Recorder, Replaying, open_link
 
@@ -75,8 +76,8 @@ class WebsocketsAdapter:
     def install(self) -> Restore:
         sync, cls = self.sync, self.aio.connect
         return replace(
-            (sync, "connect", _sync_connect(sync.connect)),
-            (cls, "__await_impl__", _await_impl(cls.__dict__["__await_impl__"])),
+            (sync, "connect", built(_sync_connect, sync.connect)),
+            (cls, "__await_impl__", built(_await_impl, cls.__dict__["__await_impl__"])),
         )
 
 

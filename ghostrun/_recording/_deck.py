@@ -33,7 +33,7 @@ from urllib.parse import parse_qsl
 
 from .._core._config import block_network_default, resolve_mode, settings
 from .._core._exceptions import CacheMiss
-from .._core._files import ensure_dir
+from .._core._files import defer_dir_syncs, ensure_dir, sync_deferred_dirs
 from .._core._hosts import PROVIDER_HOSTS, HostMatcher, shared_matcher
 from .._core._lock import cassette_lock
 from .._core._modes import Mode
@@ -180,7 +180,19 @@ class Deck:
         self.hook_edits: dict[str, str] = {}  # what ``redact`` changed: applied to run logs
         self.depth = 0  # how many blocks of the session are open
         self._lock = threading.RLock()
+        # The settings are resolved when the session is entered, or read before that
+        # (`__getattr__`): not here too, which cost a second resolve per session. A bad
+        # setting in the environment still fails here, where the session is written.
+        resolve_mode(arguments.mode)
+        if arguments.block_network is None:
+            block_network_default()
+
+    def __getattr__(self, name: str) -> Any:
+        """A setting read before the first entry (``session.mode``): resolved now."""
+        if name.startswith("__") or "mode" in self.__dict__:
+            raise AttributeError(name)
         self._resolve()
+        return getattr(self, name)
 
     def _resolve(self) -> None:
         """Read mode, directory and hosts afresh: the environment may have changed."""
@@ -216,6 +228,8 @@ class Deck:
                 self._resolve()
             for entering in _hooks.entering:
                 entering(self)
+            if self.depth == 0:
+                defer_dir_syncs()  # new names' directories: synced once, at the last exit
             self.depth += 1
 
     def exit(self, exc: BaseException | None) -> None:
@@ -230,8 +244,11 @@ class Deck:
             unraised, self._unraised = self._unraised, []
             write_errors, self._write_errors = self._write_errors, []
             closing, self._on_close = self._on_close, []
-        for finish in closing:
-            finish()
+        try:
+            for finish in closing:
+                finish()
+        finally:
+            sync_deferred_dirs()  # DESIGN §3: each directory once per session, not per file
         for closed in _hooks.closed:
             closed(self)
         if unraised and not carries_miss(exc):
