@@ -33,7 +33,7 @@ class Settings:
 
     def resolve_cassette_dir(self, explicit: str | os.PathLike[str] | None = None) -> Path:
         if explicit is not None:
-            return Path(explicit)
+            return _path(explicit)
         if self.cassette_dir is not None:
             return self.cassette_dir
         return Path(os.environ.get("GHOSTRUN_CASSETTE_DIR") or DEFAULT_CASSETTE_DIR)
@@ -44,6 +44,22 @@ class Settings:
 
 
 settings = Settings()
+
+_paths: dict[str | os.PathLike[str], Path] = {}
+
+
+def _path(given: str | os.PathLike[str]) -> Path:
+    """``Path(given)``, kept: a session per test names the same directory each time."""
+    try:
+        found = _paths.get(given)
+    except TypeError:  # an unhashable path-like object
+        return Path(given)
+    if found is None:
+        found = Path(given)
+        if len(_paths) < 256:
+            _paths[given] = found
+    return found
+
 
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
 
