@@ -65,6 +65,24 @@ def test_aiohttp_hook_is_checked_by_signature_once_not_per_session(
     assert signatures == []
 
 
+def test_the_roads_are_checked_once_not_per_session(
+    cassette_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the checks passed and the installs set is set again while nothing changed."""
+    from ghostrun._intercept import _aiohttp, _httpx
+
+    empty_session(cassette_dir)
+    with (
+        counting(monkeypatch, _aiohttp.AiohttpAdapter, "check") as aiohttp_checks,
+        counting(monkeypatch, _httpx.HttpxFamilyAdapter, "check") as httpx_checks,
+    ):
+        for _ in range(3):
+            with ghostrun.session(mode="replay", cassette_dir=cassette_dir, hosts=LOOPBACK):
+                assert httpx2.Client.__dict__["_transport_for_url"].__wrapped__  # installed
+    assert aiohttp_checks == httpx_checks == []
+    assert not hasattr(httpx2.Client.__dict__["_transport_for_url"], "__wrapped__")  # restored
+
+
 def test_a_hook_replaced_between_sessions_is_checked_afresh(
     cassette_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
