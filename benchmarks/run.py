@@ -88,7 +88,7 @@ PASSES = {"w1": 3, "w2": 1, "w3": 1, "w4": 2, "w5": 3}
 W3_REPS_FACTOR = 4
 # W1 in one process: (rounds, calls per block), full and --quick.
 INPROCESS = {"full": (30, 200), "quick": (10, 50)}
-PERTEST_ROUNDS = {"full": 20, "quick": 5}  # per test, side by side with the peers
+PERTEST_ROUNDS = {"full": 20, "quick": 10}  # per test, side by side with the peers
 MB = 1024 * 1024
 
 
