@@ -172,9 +172,10 @@ def child_env(lane: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GHOSTRUN_")}
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # cold starts read cached bytecode, as users' do
     env.pop("CI", None)
-    env.pop("PYTHONPATH", None)
+    # This checkout's ghostrun, whatever the venv has installed (httpx lane: openai 2 first).
+    env["PYTHONPATH"] = str(HERE.parent)
     if lane == "httpx":
-        env["PYTHONPATH"] = str(OPENAI2_DIR)
+        env["PYTHONPATH"] = os.pathsep.join((str(OPENAI2_DIR), str(HERE.parent)))
     return env
 
 
