@@ -186,6 +186,7 @@ class Deck:
         resolve_mode(arguments.mode)
         if arguments.block_network is None:
             block_network_default()
+        split_field_paths(arguments.ignore_fields)  # a path that can never match, likewise
 
     def __getattr__(self, name: str) -> Any:
         """A setting read before the first entry (``session.mode``): resolved now."""
