@@ -11,7 +11,9 @@ partial recordings run ghostrun's own code up to a step and no further: the
 session with nothing written; + the cassette entry built and redacted; + the
 file created (without any ``fsync``); + the file synced; then the whole write,
 the directory synced for the new name. Each row's excess over the row above is
-that step's cost, its side effects on the SDK's own work included: the
+that step's cost, its side effects on the SDK's own work included (each block
+is timed with its session's open and close: the directory is synced at the
+close, DESIGN §3): the
 steps that enter the kernel add user time too, not only system time (while a
 ``fsync`` blocks, another process runs, and the SDK's next call may find the
 caches cold).
@@ -49,7 +51,7 @@ STEPS = (
     "+ file created, no fsync",
     "+ file synced",
 )
-WHOLE = "ghostrun record (+ dir synced)"
+WHOLE = "ghostrun record (+ dir synced)"  # once per session, at its close (DESIGN §3)
 
 
 def main() -> None:
@@ -82,10 +84,10 @@ def measure(blocks: int, calls: int) -> list[Row]:
         for r in range(-1, blocks):  # round -1 warms up, 20 calls each
             batch = prompts[:20] if r < 0 else prompts
             for name in names[r % len(names) :] + names[: r % len(names)]:
-                with contexts[name]():
-                    s0, c0, t0 = simulator.cpu(), time.process_time(), time.perf_counter()
+                s0, c0, t0 = simulator.cpu(), time.process_time(), time.perf_counter()
+                with contexts[name]():  # timed with its session: the close syncs the directory
                     wrong = chat(client, batch)
-                    t1, c1, s1 = time.perf_counter(), time.process_time(), simulator.cpu()
+                t1, c1, s1 = time.perf_counter(), time.process_time(), simulator.cpu()
                 if r >= 0:
                     n = len(batch)
                     run = {"rep": r, "cpu": (c1 - c0 + s1 - s0) / n, "wall": (t1 - t0) / n}

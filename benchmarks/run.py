@@ -3,7 +3,12 @@
     python benchmarks/run.py            # the full run (a few minutes on 2 cores)
     python benchmarks/run.py --quick    # fewer calls and repetitions: a sanity run
 
-The headline is W1 in one process (``inprocess.py``, a child per lane): the
+The headline is per test, side by side with the peers (``pertest.py``, in a
+child): open a session, make 1 or 10 calls (chat and stream, openai and
+anthropic), close it; and recording, for ghostrun, cassetter and vcrpy as
+pytest-recording runs it, each against the floor, in turns of blocks in one
+process, with ghostrun / cassetter in a column of its own. Then W1 in one
+process (``inprocess.py``, a child per lane): the
 floor, ghostrun replay and respx in turns of blocks of calls, ratios paired
 block by block. On this shared machine fresh-process W1 ratios scatter from
 0.8x to 1.6x between runs, and cannot show a 5 % target; the paired blocks
@@ -83,6 +88,7 @@ PASSES = {"w1": 3, "w2": 1, "w3": 1, "w4": 2, "w5": 3}
 W3_REPS_FACTOR = 4
 # W1 in one process: (rounds, calls per block), full and --quick.
 INPROCESS = {"full": (30, 200), "quick": (10, 50)}
+PERTEST_ROUNDS = {"full": 20, "quick": 10}  # per test, side by side with the peers
 MB = 1024 * 1024
 
 
@@ -166,9 +172,10 @@ def child_env(lane: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GHOSTRUN_")}
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # cold starts read cached bytecode, as users' do
     env.pop("CI", None)
-    env.pop("PYTHONPATH", None)
+    # This checkout's ghostrun, whatever the venv has installed (httpx lane: openai 2 first).
+    env["PYTHONPATH"] = str(HERE.parent)
     if lane == "httpx":
-        env["PYTHONPATH"] = str(OPENAI2_DIR)
+        env["PYTHONPATH"] = os.pathsep.join((str(OPENAI2_DIR), str(HERE.parent)))
     return env
 
 
@@ -311,6 +318,17 @@ def in_process(args: argparse.Namespace, lane: str) -> dict[str, Any] | None:
         return run_child("inprocess.py", argv + ["--no-peers"] * args.no_peers, lane)
     except (RuntimeError, subprocess.TimeoutExpired) as exc:
         print(f"  ! W1 in one process, {lane}: {exc}", file=sys.stderr)
+        return None
+
+
+def per_test(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The per-test table, side by side with the peers (``pertest.py``, in a child)."""
+    rounds = PERTEST_ROUNDS["quick" if args.quick else "full"]
+    print(f"per test, side by side with the peers: {rounds} rounds ...", flush=True)
+    try:
+        return run_child("pertest.py", ["--json", "--rounds", str(rounds)], "httpx2")
+    except (RuntimeError, subprocess.TimeoutExpired) as exc:
+        print(f"  ! per test: {exc}", file=sys.stderr)
         return None
 
 
@@ -596,7 +614,12 @@ HEAD = [
 ]
 
 
-def render(rows: list[Row], meta: dict[str, Any], inproc: list[dict[str, Any]]) -> str:
+def render(
+    rows: list[Row],
+    meta: dict[str, Any],
+    inproc: list[dict[str, Any]],
+    pertest: dict[str, Any] | None = None,
+) -> str:
     m = meta["machine"]
     out = [
         f"ghostrun benchmarks, {meta['date']}: {m['cpus']} CPUs ({m['cpu']}), "
@@ -605,6 +628,21 @@ def render(rows: list[Row], meta: dict[str, Any], inproc: list[dict[str, Any]]) 
         f"at the end {m['load_average_at_end']}",
         f"command: {meta['command']}   ({meta['elapsed_s']:.0f} s)",
     ]
+    if pertest:
+        from pertest import render as render_pertest
+
+        out += [
+            "",
+            "Per test, the headline: open a session, make the calls, close it, side by side",
+            "with the peers, through the real SDKs (openai and anthropic on httpx2).",
+            "  The contenders take turns in one process, a block of tests each per round, in an",
+            "  order rotating from round to round. Each ratio: the median over the rounds of the",
+            "  two blocks' ratio within their round, CPU time (record: also wall time). floor:",
+            "  MockTransport handing back the recorded bytes (record: no recorder). cassetter",
+            "  and vcrpy (as pytest-recording runs it) match on method, URI and body, one file",
+            "  per test.",
+        ]
+        out += render_pertest(pertest)
     if inproc:
         out += [
             "",
@@ -711,7 +749,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer calls and repetitions")
     parser.add_argument("--reps", type=int, help="repetitions per contender (5; quick: 3)")
-    parser.add_argument("--only", default=",".join(WORKLOADS), help="workloads, e.g. w1,w3")
+    parser.add_argument(
+        "--only", default=",".join(("pertest", *WORKLOADS)), help="pertest and workloads: w1,w3"
+    )
     parser.add_argument("--lanes", default="httpx2,httpx", help="httpx2 (openai 3), httpx (2)")
     parser.add_argument("--no-peers", action="store_true", help="floor and ghostrun only")
     parser.add_argument("--json", type=Path, default=RESULTS, help=f"default {RESULTS}")
@@ -728,7 +768,8 @@ def main(argv: list[str] | None = None) -> int:
     data = Path(tempfile.mkdtemp(prefix="ghostrun-bench-"))
     began, load_at_start = time.monotonic(), load_average()
     try:
-        lanes = prepare(args, sizes, data)
+        pertest = per_test(args) if "pertest" in args.only else None
+        lanes = prepare(args, sizes, data) if set(WORKLOADS) & set(args.only) else {}
         runs = [in_process(args, lane) for lane in lanes] if "w1" in args.only else []
         inproc = [result for result in runs if result is not None]
         rows = build_rows(args, sizes, lanes)
@@ -756,13 +797,15 @@ def main(argv: list[str] | None = None) -> int:
             ],
             "json": str(args.json),
             "elapsed_s": time.monotonic() - began,
+            "pertest": pertest,
         }
         args.json.parent.mkdir(parents=True, exist_ok=True)
         every = [row for result in inproc for row in inprocess_rows(result)] + rows
         args.json.write_text(json.dumps(to_json(every, meta), indent=2) + "\n")
         print()
-        print(render(rows, meta, inproc))
-        return 1 if any(r.errors for r in rows) or len(inproc) < len(runs) else 0
+        print(render(rows, meta, inproc, pertest))
+        failed = "pertest" in args.only and pertest is None
+        return 1 if failed or any(r.errors for r in rows) or len(inproc) < len(runs) else 0
     finally:
         if args.keep:
             print(f"data kept in {data}")

@@ -61,12 +61,12 @@ class Settings:
 
     def resolve_cassette_dir(self, explicit: str | os.PathLike[str] | None = None) -> Path:
         if explicit is not None:
-            return Path(explicit)
+            return _path(explicit)
         if self.cassette_dir is not None:
             return self.cassette_dir
         env = os.environ.get("GHOSTRUN_CASSETTE_DIR")
         if env:
-            return Path(env)
+            return _path(env)
         if self.plugin_cassette_dir is not None:
             return self.plugin_cassette_dir
         return _project.current().path("cassette_dir") or Path(DEFAULT_CASSETTE_DIR)
@@ -97,6 +97,22 @@ class Settings:
 
 
 settings = Settings()
+
+_paths: dict[str | os.PathLike[str], Path] = {}
+
+
+def _path(given: str | os.PathLike[str]) -> Path:
+    """``Path(given)``, kept: a session per test names the same directory each time."""
+    try:
+        found = _paths.get(given)
+    except TypeError:  # an unhashable path-like object
+        return Path(given)
+    if found is None:
+        found = Path(given)
+        if len(_paths) < 256:
+            _paths[given] = found
+    return found
+
 
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
 

@@ -5,7 +5,12 @@ A file is written to a temporary sibling, flushed to disk (``fsync``) and
 and power losses never leave or read half a file: a reader sees the old
 content or the new, never an empty or a truncated one. When a write creates a
 file (or a directory) the directory itself is synced too, so the new name
-survives a power loss. `create_atomic` makes a file that must not exist yet:
+survives a power loss: at once outside a session, and once per directory when
+the session closes inside one (`defer_dir_syncs`, DESIGN §3: a crash before
+then may lose the newest names, never leave half a file). A record session
+writes a new cassette per request, and syncing its directory each time cost
+about a tenth of the recording. A write over an existing name needs no
+directory sync. `create_atomic` makes a file that must not exist yet:
 the synced temporary file is hard-linked to the name, which fails if another
 writer made it first, so creators need no lock (`ghostrun._core._lock`).
 
@@ -29,6 +34,7 @@ cassette directory itself may be a link: that one is the user's choice.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import errno
 import itertools
@@ -45,6 +51,7 @@ __all__ = [
     "LOCK_SUFFIX",
     "TEMP_MARK",
     "create_atomic",
+    "defer_dir_syncs",
     "dump_json",
     "ensure_dir",
     "is_lock",
@@ -53,6 +60,7 @@ __all__ = [
     "read_bytes",
     "read_json",
     "refuse_links",
+    "sync_deferred_dirs",
     "temp_owner",
     "write_atomic",
 ]
@@ -129,7 +137,7 @@ def write_atomic(
             raise _cannot_write(path, exc) from exc
         raise
     if created:
-        _sync_dir(os.path.dirname(path))
+        _new_name_in(os.path.dirname(path))
 
 
 def create_atomic(path: str | os.PathLike[str], data: bytes) -> bool:
@@ -160,7 +168,7 @@ def create_atomic(path: str | os.PathLike[str], data: bytes) -> bool:
         return False
     finally:
         _discard(tmp)  # once linked, the file keeps its new name: no inode is freed
-    _sync_dir(head)
+    _new_name_in(head)
     return True
 
 
@@ -294,7 +302,7 @@ def _make_root(root: str) -> None:
         raise CassetteError(_cannot_create(root, None)) from None
     except OSError as exc:
         raise CassetteError(_cannot_create(root, exc)) from exc
-    _sync_dir(os.path.dirname(os.path.abspath(root)))
+    _new_name_in(os.path.dirname(os.path.abspath(root)))
     gitignore = os.path.join(root, ".gitignore")
     if not os.path.lexists(gitignore):
         write_atomic(gitignore, GITIGNORE.encode())
@@ -322,6 +330,58 @@ def _cannot_create(directory: str, exc: OSError | None) -> str:
         f"cannot create the cassette directory {shown}{reason}. Make its parent writable "
         "or point GHOSTRUN_CASSETTE_DIR elsewhere."
     )
+
+
+# -- syncing directories: at once, or once when the session closes ------------------------
+
+_deferring = 0  # sessions open that defer the syncs of their new names' directories
+_unsynced: set[str] = set()  # directories holding new names not synced yet
+_deferral_lock = threading.Lock()
+_atexit_armed = False
+
+
+def defer_dir_syncs() -> None:
+    """A session opens: new names' directories are synced when it closes, once each.
+
+    Each call is matched by one `sync_deferred_dirs`. While any session defers,
+    every new name's directory waits, whichever thread wrote it; the first session
+    to close syncs all that wait (a process that ends first syncs them at exit).
+    """
+    global _deferring
+    with _deferral_lock:
+        _deferring += 1
+
+
+def sync_deferred_dirs() -> None:
+    """A session closes: sync every directory that got a new name since the last sync."""
+    global _deferring
+    with _deferral_lock:
+        _deferring = max(0, _deferring - 1)
+        directories = sorted(_unsynced)
+        _unsynced.clear()
+    for directory in directories:
+        _sync_dir(directory)
+
+
+def _new_name_in(directory: str) -> None:
+    """A new name was made in ``directory``: sync it now, or when the session closes."""
+    global _atexit_armed
+    with _deferral_lock:
+        if _deferring:
+            _unsynced.add(directory)
+            if not _atexit_armed:  # a session never closed: the process's end syncs them
+                _atexit_armed = True
+                atexit.register(_sync_at_exit)
+            return
+    _sync_dir(directory)
+
+
+def _sync_at_exit() -> None:
+    with _deferral_lock:
+        directories = sorted(_unsynced)
+        _unsynced.clear()
+    for directory in directories:
+        _sync_dir(directory)
 
 
 def _sync_dir(directory: str) -> None:

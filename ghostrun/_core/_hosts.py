@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from fnmatch import fnmatchcase
 
-__all__ = ["PROVIDER_HOSTS", "HostMatcher", "host_name"]
+__all__ = ["PROVIDER_HOSTS", "HostMatcher", "host_name", "shared_matcher"]
 
 PROVIDER_HOSTS: tuple[str, ...] = (
     "api.openai.com",
@@ -70,6 +70,28 @@ class HostMatcher:
 
     def _match(self, host: str, port: int | None) -> bool:
         return any(_matches(pattern, host, port) for pattern in self.patterns)
+
+
+_shared: dict[tuple[str, ...], HostMatcher] = {}
+_SHARED_MAX = 64  # distinct host lists in one process; past it, start afresh
+
+
+def shared_matcher(patterns: tuple[str, ...]) -> HostMatcher:
+    """The one matcher for this exact list of patterns, built the first time it is asked for.
+
+    Every session builds its host list afresh (the provider hosts, ``configure(hosts=)``,
+    ``GHOSTRUN_HOSTS``, its own ``hosts=``), and the list is nearly always the one the
+    last session had: parsing its 30-odd patterns again cost about a quarter of an
+    empty session. A list that differs in anything is another key, so a new
+    ``hosts=`` or ``configure()`` gets its own matcher; its answers, which depend
+    only on the patterns, are shared by every session using it.
+    """
+    found = _shared.get(patterns)
+    if found is None:
+        if len(_shared) >= _SHARED_MAX:
+            _shared.clear()
+        found = _shared[patterns] = HostMatcher(patterns)
+    return found
 
 
 def host_name(host: str) -> str:

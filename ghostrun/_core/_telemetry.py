@@ -33,6 +33,7 @@ __all__ = [
     "TELEMETRY_URLS",
     "Answer",
     "UrlList",
+    "shared_url_list",
 ]
 
 Answer = tuple[int, tuple[tuple[str, str], ...], bytes]
@@ -92,6 +93,20 @@ class UrlList:
             if any(fnmatchcase(c, glob) for c in candidates):
                 return answer
         return None
+
+
+_shared: dict[tuple[str, ...], UrlList] = {}
+_SHARED_MAX = 64
+
+
+def shared_url_list(patterns: tuple[str, ...]) -> UrlList:
+    """The one `UrlList` for this exact list, built once: sessions nearly always repeat it."""
+    found = _shared.get(patterns)
+    if found is None:
+        if len(_shared) >= _SHARED_MAX:
+            _shared.clear()
+        found = _shared[patterns] = UrlList(patterns)
+    return found
 
 
 def _normalise(text: str) -> str:

@@ -39,6 +39,7 @@ from .._core._exceptions import UnsupportedLibrary
 from .._core._modes import Mode
 from .._store._cassette import Recording, reason_of
 from ._engine import Decoder, Exchange, Tape, decoder, is_stream, route
+from ._once import built, parameters, takes_keyword
 from ._patch import Footprint, Restore, is_unhooked, library, replace
 
 __all__ = ["AiohttpAdapter", "Middleware"]
@@ -76,8 +77,11 @@ class AiohttpAdapter:
 
     def install(self) -> Restore:
         cls, kit = self.module.ClientSession, Kit.of(self.module)
-        decoded, raw = Middleware(kit, True), Middleware(kit, False)
-        return replace((cls, "_request", _wrap_request(cls.__dict__["_request"], decoded, raw)))
+        return replace((cls, "_request", built(_hook, cls.__dict__["_request"], kit)))
+
+
+def _hook(original: Callable[..., Any], kit: Kit) -> Any:
+    return _wrap_request(original, Middleware(kit, True), Middleware(kit, False))
 
 
 def _missing_hook(aiohttp: ModuleType) -> str | None:
@@ -88,20 +92,13 @@ def _missing_hook(aiohttp: ModuleType) -> str | None:
         return "a StreamReader that reads a replayed body without its protocol (3.14 on)"
     if not callable(request):
         return "ClientSession._request"
-    if not (hasattr(aiohttp, "client_middlewares") and _takes_keyword(request, "middlewares")):
+    if not (hasattr(aiohttp, "client_middlewares") and takes_keyword(request, "middlewares")):
         return "client middlewares (ClientSession._request(middlewares=...))"
     if not callable(getattr(aiohttp.payload.Payload, "as_bytes", None)):
         return "Payload.as_bytes"
-    response_params = inspect.signature(aiohttp.ClientResponse.__init__).parameters
-    if not set(_RESPONSE_ARGS) <= set(response_params):
+    if not set(_RESPONSE_ARGS) <= parameters(aiohttp.ClientResponse.__init__):
         return "ClientResponse(writer=, continue100=, timer=, request_info=, traces=, ...)"
     return None
-
-
-def _takes_keyword(fn: Callable[..., Any], name: str) -> bool:
-    """True if `fn` accepts ``name=`` (another library's ``**kwargs`` wrapper passes it on)."""
-    params = inspect.signature(fn).parameters.values()
-    return any(p.name == name or p.kind is p.VAR_KEYWORD for p in params)
 
 
 def _wrap_request(original: Callable[..., Any], decoded: Middleware, raw: Middleware) -> Any:

@@ -29,6 +29,7 @@ from .._core._exceptions import UnsupportedLibrary
 from .._recording._session import bypass_interception
 from .._secrets._redact import SUBPROTOCOLS
 from .._store._wscassette import Close
+from ._once import built
 from ._patch import Footprint, Restore, library, replace
 from ._wslink import NeedsLive, Player, Recorder, Replaying, open_link
 
@@ -65,7 +66,7 @@ class AiohttpWsAdapter:
 
     def install(self) -> Restore:
         cls = self.module.ClientSession
-        return replace((cls, "_ws_connect", _wrap(cls.__dict__["_ws_connect"])))
+        return replace((cls, "_ws_connect", built(_wrap, cls.__dict__["_ws_connect"])))
 
 
 def _wrap(original: Callable[..., Any]) -> Callable[..., Any]:

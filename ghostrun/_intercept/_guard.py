@@ -75,7 +75,17 @@ from .._core._modes import Mode
 from .._recording._deck import Deck
 from .._recording._session import _bypass, current_deck
 from . import _patch as _roads
-from ._patch import LateImports, Refcount, Restore, replace, restore_all
+from ._patch import (
+    Change,
+    LateImports,
+    Refcount,
+    Restore,
+    capturing,
+    in_place,
+    reapply,
+    replace,
+    restore_all,
+)
 
 __all__ = [
     "acquire",
@@ -161,16 +171,37 @@ def suite_replays() -> bool:
 
 
 def _install() -> None:
-    """Patch the hooked modules imported; watch the others first (`_patch._install_all`)."""
+    """Patch the hooked modules imported; watch the others first (`_patch._install_all`).
+
+    What it set is kept, and set again by the next install while the same modules
+    are imported and every attribute it replaced still holds what it replaced
+    (`_patch.capturing`): a session per test installs the guard every time.
+    """
+    global _plan
     modules = {name: _late.ready(name) for name in _HOOKED}
     _late.watch(name for name, module in modules.items() if module is None)
+    found = tuple(modules.values())
+    plan = _plan
+    if plan is not None and _same(plan[0], found) and in_place(plan[1]):
+        _restorers.append(reapply(plan[1]))
+        return
+    _plan = None
     try:
-        for name, module in modules.items():
-            if module is not None:
-                _patch(name, module)
+        with capturing() as changes:
+            for name, module in modules.items():
+                if module is not None:
+                    _patch(name, module)
     except BaseException:
         _restore()
         raise
+    _plan = found, tuple(changes)
+
+
+_plan: tuple[tuple[ModuleType | None, ...], tuple[Change, ...]] | None = None
+
+
+def _same(kept: tuple[ModuleType | None, ...], found: tuple[ModuleType | None, ...]) -> bool:
+    return all(a is b for a, b in zip(kept, found, strict=True))
 
 
 def _restore() -> None:

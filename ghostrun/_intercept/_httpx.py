@@ -23,6 +23,7 @@ from .._recording._deck import Deck, LazyHeaders
 from .._secrets._redact import Frozen
 from .._store._cassette import Recording
 from ._engine import Exchange, Tape, is_stream, route
+from ._once import built
 from ._patch import Footprint, Restore, library, replace
 
 __all__ = ["HTTPX_FAMILY", "AsyncTransport", "Flavor", "HttpxFamilyAdapter", "Transport"]
@@ -65,8 +66,8 @@ class HttpxFamilyAdapter:
         lib, flavor = self.module, Flavor.of(self.module)
         sync, aio = (cls.__dict__["_transport_for_url"] for cls in (lib.Client, lib.AsyncClient))
         return replace(
-            (lib.Client, "_transport_for_url", _routing(sync, flavor, Transport)),
-            (lib.AsyncClient, "_transport_for_url", _routing(aio, flavor, AsyncTransport)),
+            (lib.Client, "_transport_for_url", built(_routing, sync, flavor, Transport)),
+            (lib.AsyncClient, "_transport_for_url", built(_routing, aio, flavor, AsyncTransport)),
         )
 
 

@@ -45,8 +45,8 @@ from __future__ import annotations
 import importlib
 import sys
 import threading
-from collections.abc import Callable, Iterable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
@@ -61,15 +61,19 @@ if TYPE_CHECKING:
 __all__ = [
     "ROADS",
     "Adapter",
+    "Change",
     "Footprint",
     "LateImports",
     "Refcount",
     "Restore",
     "acquire",
+    "capturing",
     "footprint",
+    "in_place",
     "is_unhooked",
     "library",
     "on_unhooked",
+    "reapply",
     "release",
     "replace",
     "restore_all",
@@ -194,6 +198,9 @@ def replace(*changes: tuple[Any, str, Any]) -> Restore:
     saved = [(owner, name, owner.__dict__.get(name, _ABSENT)) for owner, name, _ in changes]
     for owner, name, value in changes:
         setattr(owner, name, value)
+    into = _captures.get(threading.get_ident())
+    if into is not None:
+        into.extend((o, n, v, was) for (o, n, v), (_, _, was) in zip(changes, saved, strict=True))
 
     def restore() -> None:
         for owner, name, original in saved:
@@ -203,6 +210,44 @@ def replace(*changes: tuple[Any, str, Any]) -> Restore:
                 setattr(owner, name, original)
 
     return restore
+
+
+Change = tuple[Any, str, Any, Any]
+"""What `replace` set: ``(owner, name, value, what was there)``."""
+
+_captures: dict[int, list[Change]] = {}  # per thread: where `replace` reports its changes
+
+
+@contextmanager
+def capturing() -> Iterator[list[Change]]:
+    """The changes `replace` makes in this thread inside, to be made again by `reapply`.
+
+    An installer keeps what its checks passed and its installs set, and the next
+    session sets the same again while `in_place` says nothing changed since:
+    checking the libraries and building the wrappers cost more than the rest of an
+    empty session, and a session per test installs and restores every time.
+    """
+    changes: list[Change] = []
+    thread = threading.get_ident()
+    outer = _captures.get(thread)
+    _captures[thread] = changes
+    try:
+        yield changes
+    finally:
+        if outer is None:
+            del _captures[thread]
+        else:
+            _captures[thread] = outer
+
+
+def in_place(changes: Sequence[Change]) -> bool:
+    """Whether every attribute the changes replaced still holds what they replaced."""
+    return all(o.__dict__.get(n, _ABSENT) is was for o, n, _, was in changes)
+
+
+def reapply(changes: Sequence[Change]) -> Restore:
+    """Make the captured changes again (`in_place` said they still apply); undo with the result."""
+    return replace(*((o, n, v) for o, n, v, _ in changes))
 
 
 def restore_all(restorers: list[Restore]) -> None:
@@ -341,20 +386,71 @@ def _install_all() -> None:
 
     Watched before the checks run, so that a library whose import starts
     meanwhile is patched as it ends, not missed; a check that raises stops it.
+    What the checks passed and the installs set is kept (`_Plan`): the next
+    session to install finds the same libraries with the same hooks and sets
+    the same attributes again, without checking or building anything.
     """
+    global _plan
+    plan = _plan
+    if plan is not None and plan.holds():
+        _waiting.update((name, list(adapters)) for name, adapters in plan.waiting.items())
+        _late.watch(plan.waiting)
+        _restorers.append(reapply(plan.changes))
+        return
+    _plan = None
     waiting: dict[str, list[Adapter]] = {}
-    for adapter in _adapters():
+    made = _adapters
+    for adapter in made():
         waiting.setdefault(adapter.waits_for, []).append(adapter)
     imported = [name for name in waiting if _late.ready(name) is not None]
     now = [adapter for name in imported for adapter in waiting.pop(name)]
     _waiting.update(waiting)
     _late.watch(waiting)
     try:
-        _restorers.extend(_install(now))
+        with capturing() as changes:
+            _restorers.extend(_install(now))
     except BaseException:
         _late.stop()
         _waiting.clear()
         raise
+    modules = tuple((name, sys.modules[name]) for name in imported)
+    waits = {name: tuple(adapters) for name, adapters in waiting.items()}
+    _plan = _Plan(made, modules, waits, tuple(changes))
+
+
+class _Plan:
+    """What the last full install checked and set, to set again while it still holds.
+
+    Every session's first block installs the roads, and the checks and the
+    wrappers cost more than the rest of an empty session. The plan holds while
+    the same adapters find the same library modules imported (none imported or
+    replaced since), the same ones not imported yet, and every attribute the
+    install replaced still the original it replaced: a library patched, reloaded
+    or imported since is checked again, by the full install.
+    """
+
+    def __init__(
+        self,
+        made: Callable[[], list[Adapter]],
+        imported: tuple[tuple[str, ModuleType], ...],
+        waiting: dict[str, tuple[Adapter, ...]],
+        changes: tuple[Change, ...],
+    ) -> None:
+        self.made, self.imported, self.waiting, self.changes = made, imported, waiting, changes
+
+    def holds(self) -> bool:
+        if _adapters is not self.made:
+            return False
+        for name, module in self.imported:
+            if _late.ready(name) is not module:
+                return False
+        for name in self.waiting:
+            if _late.ready(name) is not None:
+                return False
+        return in_place(self.changes)
+
+
+_plan: _Plan | None = None
 
 
 def _install(adapters: list[Adapter]) -> list[Restore]:

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import functools
 import http.client
-import inspect
 import io
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -39,6 +38,7 @@ from urllib.parse import unquote, urlsplit
 from .._core._exceptions import UnsupportedLibrary
 from .._store._cassette import Recording, reason_of
 from ._engine import Exchange, Tape, is_stream, route
+from ._once import built, parameters
 from ._patch import Restore, library, replace
 
 __all__ = ["Urllib3Adapter", "adapters"]
@@ -89,7 +89,8 @@ class Urllib3Adapter:
     def install(self) -> Restore:
         plain = self.module.connectionpool.HTTPConnectionPool
         tls = self.module.connectionpool.HTTPSConnectionPool
-        hook = _hook(self.module, plain.__dict__["_make_request"], tls.__dict__["_prepare_proxy"])
+        originals = plain.__dict__["_make_request"], tls.__dict__["_prepare_proxy"]
+        hook = built(_hook, self.module, *originals)
         return replace((plain, "_make_request", hook), (tls, "_prepare_proxy", _defer_tunnel))
 
 
@@ -99,7 +100,7 @@ def _missing_hook(urllib3: ModuleType) -> str | None:
     make_request = getattr(pool, "__dict__", {}).get("_make_request")
     if not callable(make_request):
         return "HTTPConnectionPool._make_request"
-    if not set(_HOOK_ARGS) <= set(inspect.signature(make_request).parameters):
+    if not set(_HOOK_ARGS) <= parameters(make_request):
         return "HTTPConnectionPool._make_request(response_conn=, preload_content=, ...)"
     https = getattr(urllib3.connectionpool, "HTTPSConnectionPool", None)
     if not callable(getattr(https, "__dict__", {}).get("_prepare_proxy")):
@@ -107,7 +108,7 @@ def _missing_hook(urllib3: ModuleType) -> str | None:
     response = getattr(urllib3, "HTTPResponse", None)
     if response is None or not callable(getattr(response, "read_chunked", None)):
         return "HTTPResponse.read_chunked"
-    if not set(_RESPONSE_ARGS) <= set(inspect.signature(response.__init__).parameters):
+    if not set(_RESPONSE_ARGS) <= parameters(response.__init__):
         return "HTTPResponse(original_response=, pool=, connection=, version_string=, ...)"
     return None
 

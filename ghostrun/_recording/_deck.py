@@ -35,12 +35,12 @@ from urllib.parse import parse_qsl, urlsplit
 from .._core._age import is_stale, max_age_days, today
 from .._core._config import block_network_default, check_on_stale, resolve_mode, settings
 from .._core._exceptions import AuthFailureWarning, CacheMiss, CassetteError, DamagedCassette
-from .._core._files import ensure_dir
-from .._core._hosts import PROVIDER_HOSTS, HostMatcher
+from .._core._files import defer_dir_syncs, ensure_dir, sync_deferred_dirs
+from .._core._hosts import PROVIDER_HOSTS, HostMatcher, shared_matcher
 from .._core._lock import cassette_lock
 from .._core._modes import Mode
 from .._core._normalize import normalizer
-from .._core._telemetry import TELEMETRY_URLS, UrlList
+from .._core._telemetry import TELEMETRY_URLS, UrlList, shared_url_list
 from .._secrets._redact import (
     Frozen,
     collect_secrets,
@@ -194,7 +194,20 @@ class Deck:
         self.session_index = 0  # its place among the sessions of its test (`_trajectory`)
         self.depth = 0  # how many blocks of the session are open
         self._lock = threading.RLock()
+        # The settings are resolved when the session is entered, or read before that
+        # (`__getattr__`): not here too, which cost a second resolve per session. A bad
+        # setting in the environment still fails here, where the session is written.
+        resolve_mode(arguments.mode)
+        if arguments.block_network is None:
+            block_network_default()
+        split_field_paths(arguments.ignore_fields)  # a path that can never match, likewise
+
+    def __getattr__(self, name: str) -> Any:
+        """A setting read before the first entry (``session.mode``): resolved now."""
+        if name.startswith("__") or "mode" in self.__dict__:
+            raise AttributeError(name)
         self._resolve()
+        return getattr(self, name)
 
     def _resolve(self) -> None:
         """Read mode, directory and hosts afresh: the environment may have changed."""
@@ -212,7 +225,9 @@ class Deck:
         self.normalizer = normalizer(shapes)
         self.stale: dict[str, str] = {}  # replayed cassettes older than max_age: path -> day
         self._stale_from: dict[str, int] = {}  # per key: the stale response auto re-records
-        self.matcher = HostMatcher(PROVIDER_HOSTS + settings.extra_hosts() + arguments.hosts)
+        self.matcher: HostMatcher = shared_matcher(
+            PROVIDER_HOSTS + settings.extra_hosts() + arguments.hosts
+        )
         self._cursor: dict[str, int] = {}  # per key: the next response of its run to use
         self._run_of: dict[str, str | None] = {}  # per key: the run (label) this session uses
         self._recorded_here: dict[str, int] = {}
@@ -222,7 +237,7 @@ class Deck:
         self._write_errors: list[Exception] = []
         self.warned_unlisted = False  # the engine's UnlistedHostWarning: once per session
         ignored = settings.resolve_ignore_urls() + arguments.ignore_urls
-        self.telemetry = UrlList(TELEMETRY_URLS + ignored)
+        self.telemetry: UrlList = shared_url_list(TELEMETRY_URLS + ignored)
         self._on_close: list[Callable[[], None]] = []  # WebSocket tapes still open, to write
         self.hops = Hops()  # the redirects handed on, and the hosts replayed ones made ours
 
@@ -237,6 +252,8 @@ class Deck:
                 self.session_index = _trajectory.opened(self)
             for entering in _hooks.entering:
                 entering(self)
+            if self.depth == 0:
+                defer_dir_syncs()  # new names' directories: synced once, at the last exit
             self.depth += 1
 
     def exit(self, exc: BaseException | None) -> None:
@@ -253,8 +270,11 @@ class Deck:
             closing, self._on_close = self._on_close, []
             auth_failures, self._auth_failures = self._auth_failures, {}
             stale, self.stale = self.stale, {}
-        for finish in closing:
-            finish()
+        try:
+            for finish in closing:
+                finish()
+        finally:
+            sync_deferred_dirs()  # DESIGN §3: each directory once per session, not per file
         for closed in _hooks.closed:
             closed(self)
         if auth_failures:

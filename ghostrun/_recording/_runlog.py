@@ -217,7 +217,12 @@ class RunLog:
             self._outcomes[name] = outcome
 
     def _dir(self, directory: Path) -> dict[str, Any]:
-        key = str(Path(directory).absolute())
+        key = _absolute.get(directory)  # every session closing asks: the same few directories
+        if key is None:
+            path = Path(directory)
+            key = str(path.absolute())
+            if path.is_absolute() and len(_absolute) < 256:  # a relative one: as cwd is now
+                _absolute[directory] = key
         log = self._dirs.get(key)
         if log is None:
             log = self._dirs[key] = {
@@ -436,6 +441,9 @@ def _add_new(items: list[Any], more: Any) -> None:
     for item in more:
         if item not in items:
             items.append(item)
+
+
+_absolute: dict[Path, str] = {}  # an absolute cassette directory: its key in `RunLog._dirs`
 
 
 # -- the process's run: what the rest of ghostrun calls ------------------------------------

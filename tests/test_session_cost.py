@@ -1,0 +1,208 @@
+"""Guards of what one test costs (issue 32) that count, never time, so they cannot flake.
+
+A session per test is the common use, so what a session does when it opens and
+closes is paid once per test: the roads' hook checks, the host patterns, the
+files it opens and the ``fsync`` calls of a recording. What does not change
+between sessions is computed once, and again only when its inputs change; a
+recording syncs each new file before its name appears, and its directory once,
+when the session closes (DESIGN §3).
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import stat
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import httpx2
+import pytest
+from simulator import ProviderSimulator
+
+import ghostrun
+from ghostrun._core import _hosts
+from ghostrun._core._exceptions import UnsupportedHttpx
+
+LOOPBACK = ("127.0.0.1",)
+
+
+@contextmanager
+def counting(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str) -> Iterator[list[Any]]:
+    """Every call of ``owner.name`` while inside, by its first argument."""
+    calls: list[Any] = []
+    original: Callable[..., Any] = getattr(owner, name)
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        calls.append(args[0] if args else None)
+        return original(*args, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(owner, name, spy)
+        yield calls
+
+
+def empty_session(cassette_dir: Path, hosts: tuple[str, ...] = LOOPBACK) -> None:
+    with ghostrun.session(mode="replay", cassette_dir=cassette_dir, hosts=hosts):
+        pass
+
+
+# -- what does not change between sessions ----------------------------------------------
+
+
+def test_aiohttp_hook_is_checked_by_signature_once_not_per_session(
+    cassette_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """openai and anthropic import aiohttp: its check ran four signature reads per session."""
+    assert aiohttp.ClientSession  # imported: every session checks its hook
+    empty_session(cassette_dir)
+    with counting(monkeypatch, inspect, "signature") as signatures:
+        for _ in range(3):
+            empty_session(cassette_dir)
+    assert signatures == []
+
+
+def test_the_roads_are_checked_once_not_per_session(
+    cassette_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the checks passed and the installs set is set again while nothing changed."""
+    from ghostrun._intercept import _aiohttp, _httpx
+
+    empty_session(cassette_dir)
+    with (
+        counting(monkeypatch, _aiohttp.AiohttpAdapter, "check") as aiohttp_checks,
+        counting(monkeypatch, _httpx.HttpxFamilyAdapter, "check") as httpx_checks,
+    ):
+        for _ in range(3):
+            with ghostrun.session(mode="replay", cassette_dir=cassette_dir, hosts=LOOPBACK):
+                assert httpx2.Client.__dict__["_transport_for_url"].__wrapped__  # installed
+    assert aiohttp_checks == httpx_checks == []
+    assert not hasattr(httpx2.Client.__dict__["_transport_for_url"], "__wrapped__")  # restored
+
+
+def test_a_hook_replaced_between_sessions_is_checked_afresh(
+    cassette_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check still sees a library changed since: a new function is read anew."""
+    empty_session(cassette_dir)
+
+    async def without_middlewares(self: Any, method: str, url: Any) -> Any:
+        raise AssertionError("never called")
+
+    monkeypatch.setattr(aiohttp.ClientSession, "_request", without_middlewares)
+    with pytest.raises(UnsupportedHttpx, match="client middlewares"):
+        empty_session(cassette_dir)
+    monkeypatch.undo()
+    empty_session(cassette_dir)  # the library as it was: accepted again
+
+
+def test_host_patterns_are_parsed_once_for_a_host_list_not_per_session(
+    cassette_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    empty_session(cassette_dir)
+    with counting(monkeypatch, _hosts, "_pattern") as parsed:
+        for _ in range(3):
+            empty_session(cassette_dir)
+    assert parsed == []
+
+
+def test_a_new_host_list_is_parsed_and_matched(
+    provider: ProviderSimulator, cassette_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session's own ``hosts=``, or ``configure(hosts=)``, is a new list: parsed, used."""
+    empty_session(cassette_dir)
+    url = provider.url("/v1/chat/completions")
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    host = provider.base_url.split("://", 1)[1]  # 127.0.0.1:<port>, a list never seen before
+    with counting(monkeypatch, _hosts, "_pattern") as parsed:
+        with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=[host]) as own:
+            httpx2.post(url, json=body).raise_for_status()
+    assert own.recorded == 1
+    assert host in parsed
+    try:
+        ghostrun.configure(hosts=[host.replace("127.0.0.1", "localhost")])
+        with ghostrun.session(mode="replay", cassette_dir=cassette_dir) as configured:
+            httpx2.post(url, json=body).raise_for_status()
+        assert configured.replayed == 1
+    finally:
+        ghostrun.configure(hosts=None)
+
+
+# -- files opened ---------------------------------------------------------------------
+
+
+def test_a_one_call_replay_session_opens_only_its_cassette(
+    provider: ProviderSimulator, cassette_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    url = provider.url("/v1/chat/completions")
+    with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=LOOPBACK):
+        httpx2.post(url, json=body).raise_for_status()
+    (cassette,) = cassette_dir.glob("*.json")
+    with httpx2.Client() as client, counting(monkeypatch, os, "open") as opened:
+        for _ in range(2):
+            with ghostrun.session(mode="replay", cassette_dir=cassette_dir, hosts=LOOPBACK):
+                client.post(url, json=body).raise_for_status()
+    assert [os.path.realpath(p) for p in opened] == [os.path.realpath(cassette)] * 2
+
+
+# -- fsyncs ---------------------------------------------------------------------------
+
+
+@contextmanager
+def fsyncs(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """Each ``os.fsync`` as "file" or "dir"."""
+    synced: list[str] = []
+    real = os.fsync
+
+    def spy(fd: int) -> None:
+        synced.append("dir" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file")
+        real(fd)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "fsync", spy)
+        yield synced
+
+
+def test_recording_syncs_each_new_file_and_its_directory_once_when_the_session_closes(
+    provider: ProviderSimulator, cassette_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = provider.url("/v1/chat/completions")
+    cassette_dir.mkdir()
+    (cassette_dir / ".gitignore").write_text("")  # the directory exists: only cassettes are new
+    with fsyncs(monkeypatch) as synced:
+        with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=LOOPBACK):
+            for n in range(3):
+                body = {"model": "m", "messages": [{"role": "user", "content": f"q{n}"}]}
+                httpx2.post(url, json=body).raise_for_status()
+            assert synced == ["file"] * 3  # each file before its name; no directory yet
+        assert synced == ["file"] * 3 + ["dir"]  # the directory, once, at the close
+    assert len(list(cassette_dir.glob("*.json"))) == 3
+    with fsyncs(monkeypatch) as synced:  # again: each file replaced, its name already there
+        with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=LOOPBACK):
+            body = {"model": "m", "messages": [{"role": "user", "content": "q0"}]}
+            httpx2.post(url, json=body).raise_for_status()
+    assert synced == ["file"]
+
+
+def test_a_write_outside_any_session_syncs_its_directory_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ghostrun._core._files import write_atomic
+
+    (tmp_path / "d").mkdir()
+    with fsyncs(monkeypatch) as synced:
+        write_atomic(tmp_path / "d" / "verdict.json", b"{}")
+    assert synced == ["file", "dir"]
+
+
+def test_a_session_that_records_nothing_syncs_nothing(
+    cassette_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with fsyncs(monkeypatch) as synced:
+        for _ in range(3):
+            empty_session(cassette_dir)
+    assert synced == []
