@@ -29,8 +29,9 @@ copy of it, so the worker thread decides as the task's session would), and
 grpc's channel constructors (``grpc.insecure_channel``/``secure_channel`` and
 their ``grpc.aio`` twins), since grpc's C core resolves and connects past
 Python's socket module: a channel to a guarded target is refused when it is
-made. Not seen: a grpc channel made before the guard was installed, and other
-code that networks in C (uvloop, c-ares).
+made, unless a road answers its calls (the grpc road, `serve_channels`). Not
+seen: a grpc channel made before the guard was installed, and other code that
+networks in C (uvloop, c-ares).
 
 Installed reference-counted (`acquire`/`release`): by every open session in
 ``replay``, by the pytest plugin for the whole run when the suite-wide mode is
@@ -63,10 +64,12 @@ from ._patch import LateImports, Refcount, Restore, replace, restore_all
 __all__ = [
     "acquire",
     "check",
+    "grpc_address",
     "install_for_suite",
     "installed",
     "is_loopback",
     "release",
+    "serve_channels",
     "session_entered",
     "session_exited",
 ]
@@ -97,6 +100,9 @@ _wrappers: dict[tuple[Any, str], tuple[Any, Any]] = {}  # (owner, attr): (origin
 _providers = HostMatcher(PROVIDER_HOSTS)
 _suite_matchers: dict[tuple[str, ...], HostMatcher] = {}
 _loopback: dict[str, bool] = {}
+# Roads that answer a channel's calls themselves (the grpc road): a channel they serve is
+# let through, as it never connects in replay. Each says whether it serves (host, port).
+_channel_servers: list[Callable[[str, int], bool]] = []
 
 
 # -- installing and restoring --------------------------------------------------------
@@ -225,15 +231,24 @@ def _guard_loop_lookup(original: Callable[..., Any]) -> Callable[..., Any]:
 def _guard_channel(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def channel(target: Any, *args: Any, **kwargs: Any) -> Any:
-        address = _grpc_address(_text(target))
-        if address is not None:
+        address = grpc_address(_text(target))
+        if address is not None and not any(serves(*address) for serves in _channel_servers):
             check(*address, "open a gRPC channel to")
         return original(target, *args, **kwargs)
 
     return channel
 
 
-def _grpc_address(target: str) -> tuple[str, int] | None:
+def serve_channels(serves: Callable[[str, int], bool]) -> Restore:
+    """A road answers the calls of the gRPC channels ``serves`` accepts: let them be made.
+
+    Returns the function that stops it (the road's restore calls it).
+    """
+    _channel_servers.append(serves)
+    return lambda: _channel_servers.remove(serves)
+
+
+def grpc_address(target: str) -> tuple[str, int] | None:
     """Host and port of a grpc target (``host:port``, ``dns:///host:port``, ``ipv4:...``)."""
     scheme, _sep, rest = target.partition(":")
     if scheme in ("unix", "unix-abstract", "vsock"):
@@ -252,6 +267,9 @@ def _grpc_address(target: str) -> tuple[str, int] | None:
     else:  # a host alone, or a bare IPv6 address
         host, port = rest, ""
     return host, int(port) if port.isdigit() else 443  # grpc's default port
+
+
+_grpc_address = grpc_address  # its name before the grpc road shared it
 
 
 # -- the decision --------------------------------------------------------------------

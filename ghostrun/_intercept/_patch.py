@@ -70,6 +70,7 @@ ROADS: tuple[str, ...] = (
     "_urllib3",  # requests, botocore/boto3
     "_websockets",  # websockets' sync and asyncio clients (WebSocket conversations)
     "_aiohttp_ws",  # aiohttp's ws_connect (WebSocket conversations)
+    "_grpc",  # grpcio's sync channels and grpc.aio (xai-sdk, Vertex AI, Google clients)
 )
 """The road modules of ``ghostrun._intercept``, in installation order."""
 
