@@ -22,6 +22,7 @@ and never the disk.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 from collections.abc import Iterator
@@ -245,10 +246,8 @@ def _pump(source: socket.socket, sink: socket.socket) -> None:
         pass
     finally:
         for sock in (source, sink):
-            try:
+            with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
 
 def _xai_prompt(request: Any) -> str:

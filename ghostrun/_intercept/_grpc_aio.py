@@ -61,7 +61,7 @@ def hook(kind: str, original: Callable[..., Any]) -> Callable[..., Any]:
         raw = functools.partial(original, self, method, None, None, *args, **kwargs)
         target = getattr(self, TARGET, None)
         address = None if target is None else grpc_address(str(target))
-        return _AioCallable(
+        return _CALLABLES[kind](
             live, raw, address, method, request_serializer, response_deserializer,
             stream_in=stream_in, stream_out=stream_out,
         )  # fmt: skip
@@ -147,6 +147,32 @@ class _AioCallable:
             list(await call.initial_metadata() or ()),
             list(await call.trailing_metadata() or ()),
         )
+
+
+# Subclasses of grpc's abstract multi-callables: SDKs tell the kinds apart by them
+# (google.api_core wraps a stream's call differently from a unary one).
+class _UnaryUnary(_AioCallable, grpc.aio.UnaryUnaryMultiCallable):  # type: ignore[misc]
+    pass
+
+
+class _UnaryStream(_AioCallable, grpc.aio.UnaryStreamMultiCallable):  # type: ignore[misc]
+    pass
+
+
+class _StreamUnary(_AioCallable, grpc.aio.StreamUnaryMultiCallable):  # type: ignore[misc]
+    pass
+
+
+class _StreamStream(_AioCallable, grpc.aio.StreamStreamMultiCallable):  # type: ignore[misc]
+    pass
+
+
+_CALLABLES: dict[str, type[_AioCallable]] = {
+    "unary_unary": _UnaryUnary,
+    "unary_stream": _UnaryStream,
+    "stream_unary": _StreamUnary,
+    "stream_stream": _StreamStream,
+}
 
 
 async def _requests(source: Any, outcome: AioOutcome) -> list[Any]:
