@@ -10,6 +10,9 @@
     _aiohttp_ws   aiohttp's ``ws_connect`` (``ClientSession._ws_connect``), WebSocket conversations
     _wslink       the session side of a WebSocket conversation (record, replay, miss), shared
                   by the WebSocket roads
+    _grpc         grpcio (sync channels and ``grpc.aio``): its adapter; ``_grpc_sync`` and
+                  ``_grpc_aio`` hold the multi-callables and calls, ``_grpclink`` the
+                  session side of one call, shared by both
 
     _guard        in replay, the refusal of any provider connection no road made
 

@@ -81,7 +81,12 @@ def message_bytes(type_name: str, value: Any) -> bytes:
         descriptor = descriptor_pool.Default().FindMessageTypeByName(type_name)
     except KeyError as exc:
         raise LookupError(f"no protobuf message type {type_name!r} is imported") from exc
-    cls = message_factory.GetMessageClass(descriptor)
+    get_class = getattr(message_factory, "GetMessageClass", None)  # protobuf 4.21 and later
+    cls = (
+        get_class(descriptor)
+        if get_class
+        else message_factory.MessageFactory().GetPrototype(descriptor)
+    )
     try:
         built = json_format.ParseDict(value, cls())
     except json_format.ParseError as exc:
