@@ -288,3 +288,22 @@ def test_google_cassettes_are_readable_json(server: GrpcSimulator, cassette_dir:
     words = [m["json"]["candidates"][0]["content"]["parts"][0]["text"] for m in
              stream["responses"][0]["body"]["json"]["messages"]]  # fmt: skip
     assert words == ["You ", "said: ", "Tell ", "me ", "a ", "story "]
+
+
+def test_an_aio_channel_made_before_the_session_is_intercepted(
+    server: GrpcSimulator, cassette_dir: Path
+) -> None:
+    async def run(channel: Any) -> Any:
+        return await channel.unary_unary(ECHO + "Unary")(b"early")
+
+    async def main() -> list[Any]:
+        channel = grpc.aio.insecure_channel(server.target)  # made before the roads exist
+        with _session(server, cassette_dir, "record"):
+            live = await run(channel)
+        server.stop_server()
+        with _session(server, cassette_dir, "replay"):
+            replayed = await run(channel)
+        return [live, replayed]
+
+    assert asyncio.run(main()) == [b"echo:early", b"echo:early"]
+    assert server.calls == ["Unary"]

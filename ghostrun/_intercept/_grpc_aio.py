@@ -1,8 +1,9 @@
 """The ``grpc`` road's ``grpc.aio`` side: the multi-callables an aio channel hands out.
 
 As `_grpc_sync`, for asyncio: `hook` wraps the aio channel class's
-``unary_unary`` ... ``stream_stream``, and `hook_init` notes each aio
-channel's target as it is made (grpc keeps it only in C). A routed call
+``unary_unary`` ... ``stream_stream``. The channel's target is read from its
+C channel (``target``); where a grpc version does not show it there,
+`hook_init` has noted it as the channel was made. A routed call
 returns an `AioOutcome`: awaitable (unary responses), async-iterable and
 ``read()``-able (streams), with ``code()``, ``details()``,
 ``initial_metadata()``, ``trailing_metadata()`` and ``wait_for_connection()``
@@ -34,7 +35,7 @@ TARGET = "_ghostrun_target"
 
 
 def hook_init(original: Callable[..., Any]) -> Callable[..., Any]:
-    """The aio channel's ``__init__``, noting its target: grpc keeps it only in C."""
+    """The aio channel's ``__init__``, noting its target (for a grpc that keeps it only in C)."""
 
     @functools.wraps(original)
     def __init__(self: Any, target: Any, *args: Any, **kwargs: Any) -> None:
@@ -59,14 +60,26 @@ def hook(kind: str, original: Callable[..., Any]) -> Callable[..., Any]:
     ) -> Any:
         live = original(self, method, request_serializer, response_deserializer, *args, **kwargs)
         raw = functools.partial(original, self, method, None, None, *args, **kwargs)
-        target = getattr(self, TARGET, None)
-        address = None if target is None else grpc_address(str(target))
+        target = _target(self)
+        address = None if target is None else grpc_address(target)
         return _CALLABLES[kind](
             live, raw, address, method, request_serializer, response_deserializer,
             stream_in=stream_in, stream_out=stream_out,
         )  # fmt: skip
 
     return multicallable
+
+
+def _target(channel: Any) -> str | None:
+    """An aio channel's target: as its C channel holds it, else as `hook_init` noted it."""
+    target = getattr(getattr(channel, "_channel", None), "target", None)
+    if callable(target):
+        target = target()
+    if target is None:
+        target = getattr(channel, TARGET, None)
+    if isinstance(target, bytes):
+        return target.decode("ascii", "replace")
+    return None if target is None else str(target)
 
 
 class _AioCallable:
