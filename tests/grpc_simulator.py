@@ -113,6 +113,7 @@ class GrpcSimulator:
                 {
                     "Unary": grpc.unary_unary_rpc_method_handler(self._echo),
                     "Fail": grpc.unary_unary_rpc_method_handler(self._fail),
+                    "Length": grpc.unary_unary_rpc_method_handler(self._length),
                     "Split": grpc.unary_stream_rpc_method_handler(self._split),
                     "Join": grpc.stream_unary_rpc_method_handler(self._join),
                     "Each": grpc.stream_stream_rpc_method_handler(self._each),
@@ -198,6 +199,10 @@ class GrpcSimulator:
         self._seen("Fail", context)
         context.abort(grpc.StatusCode.INVALID_ARGUMENT, "no such model: " + request.decode())
         raise AssertionError("unreachable")  # abort raises
+
+    def _length(self, request: bytes, context: Any) -> bytes:
+        self._seen("Length", context)
+        return str(len(request)).encode()
 
     def _split(self, request: bytes, context: Any) -> Iterator[bytes]:
         self._seen("Split", context)

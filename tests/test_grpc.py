@@ -307,3 +307,55 @@ def test_an_aio_channel_made_before_the_session_is_intercepted(
 
     assert asyncio.run(main()) == [b"echo:early", b"echo:early"]
     assert server.calls == ["Unary"]
+
+
+def test_credential_fields_inside_a_request_message_are_masked(
+    server: GrpcSimulator, cassette_dir: Path
+) -> None:
+    from google.protobuf import struct_pb2
+
+    request = struct_pb2.Struct()
+    request.update({"api_key": BEARER, "prompt": "Where is my refund?"})
+
+    def run() -> Any:
+        length = grpc.insecure_channel(server.target).unary_unary(
+            ECHO + "Length", request_serializer=struct_pb2.Struct.SerializeToString
+        )
+        return length(request)
+
+    live, replayed = _record_then_replay(server, cassette_dir, run)
+    assert replayed == live
+    (cassette,) = _cassettes(cassette_dir)
+    body = cassette["request"]["body"]["json"]
+    assert body["prompt"] == "Where is my refund?"
+    assert body["api_key"] != BEARER
+    assert cassette["request"]["headers"]["grpc-message-type"] == "google.protobuf.Struct"
+    for path in cassette_dir.rglob("*"):
+        if path.is_file():
+            assert BEARER not in path.read_text(errors="replace"), path
+
+
+def test_ignore_fields_apply_to_request_messages(server: GrpcSimulator, cassette_dir: Path) -> None:
+    def ask(prompt: str) -> Any:
+        reply = _google_client(server.target).generate_content(_request(prompt))
+        return reply.candidates[0].content.parts[0].text
+
+    ignore = ["contents[*].parts[*].text"]
+    with ghostrun.session(
+        cassette_dir=cassette_dir, hosts=[server.target], mode="record", ignore_fields=ignore
+    ):
+        recorded = ask("Where is my refund?")
+    server.stop_server()
+    with ghostrun.session(
+        cassette_dir=cassette_dir, hosts=[server.target], mode="replay", ignore_fields=ignore
+    ) as session:
+        assert ask("Where is my parcel?") == recorded
+    assert session.replayed == 1
+
+
+def test_the_default_port_is_left_out_of_the_stored_url() -> None:
+    from ghostrun._store._keys import canonical_url
+
+    assert canonical_url("grpc", "api.x.ai", 443, "/xai_api.Chat/GetCompletion", "") == (
+        "grpc://api.x.ai/xai_api.Chat/GetCompletion"
+    )
