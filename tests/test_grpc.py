@@ -359,3 +359,17 @@ def test_the_default_port_is_left_out_of_the_stored_url() -> None:
     assert canonical_url("grpc", "api.x.ai", 443, "/xai_api.Chat/GetCompletion", "") == (
         "grpc://api.x.ai/xai_api.Chat/GetCompletion"
     )
+
+
+def test_a_stub_built_before_any_session_is_refused_in_replay(
+    server: GrpcSimulator, cassette_dir: Path
+) -> None:
+    channel = grpc.insecure_channel(server.target)
+    early = channel.unary_unary(ECHO + "Unary")  # the road is not installed: grpc's own
+    session = _session(server, cassette_dir, "replay")
+    with pytest.raises(ghostrun.CacheMiss, match="stub built before any session") as refused:
+        with session:
+            early(b"ping")
+    assert server.target in str(refused.value)
+    assert server.connections == 0
+    assert session.misses == [refused.value]

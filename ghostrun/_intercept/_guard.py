@@ -29,9 +29,10 @@ copy of it, so the worker thread decides as the task's session would), and
 grpc's channel constructors (``grpc.insecure_channel``/``secure_channel`` and
 their ``grpc.aio`` twins), since grpc's C core resolves and connects past
 Python's socket module: a channel to a guarded target is refused when it is
-made, unless a road answers its calls (the grpc road, `serve_channels`). Not
-seen: a grpc channel made before the guard was installed, and other code that
-networks in C (uvloop, c-ares).
+made, unless a road answers its calls (the grpc road, `serve_channels`), and
+so is each call of grpc's multi-callables (sync and aio) to such a target: a
+stub built before the grpc road was installed calls past it. Not seen: other
+code that networks in C (uvloop, c-ares).
 
 Installed reference-counted (`acquire`/`release`): by every open session in
 ``replay``, by the pytest plugin for the whole run when the suite-wide mode is
@@ -46,6 +47,7 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import importlib
 import os
 import sys
 import threading
@@ -93,6 +95,27 @@ _PLUMBING = (
     "grpc",
 )
 _SERVICES = {"http": 80, "https": 443, "ws": 80, "wss": 443}
+# grpc's multi-callables, whose calls are checked too: a stub built before the grpc road
+# was installed calls through them, past the road (private classes, found by name).
+_GRPC_CALLABLES = {
+    "grpc._channel": (
+        "_UnaryUnaryMultiCallable",
+        "_SingleThreadedUnaryStreamMultiCallable",
+        "_UnaryStreamMultiCallable",
+        "_StreamUnaryMultiCallable",
+        "_StreamStreamMultiCallable",
+    ),
+    "grpc.aio._channel": (
+        "UnaryUnaryMultiCallable",
+        "UnaryStreamMultiCallable",
+        "StreamUnaryMultiCallable",
+        "StreamStreamMultiCallable",
+    ),
+}
+_STUB_CALL = (
+    "make a gRPC call (from a stub built before any session opened, which ghostrun cannot "
+    "see: build the client inside the session) to"
+)
 
 _lock = threading.RLock()
 _restorers: list[Restore] = []
@@ -170,6 +193,10 @@ def _patch(name: str, module: ModuleType) -> None:
         for owner in filter(None, (module, getattr(module, "aio", None))):
             for attr in ("insecure_channel", "secure_channel"):
                 _replace(owner, attr, _guard_channel)
+        for owner in _grpc_callables():
+            for attr in ("__call__", "with_call", "future"):
+                if attr in vars(owner):
+                    _replace(owner, attr, _guard_call)
 
 
 def _replace(owner: Any, attr: str, wrap: Callable[[Any], Any]) -> None:
@@ -237,6 +264,40 @@ def _guard_channel(original: Callable[..., Any]) -> Callable[..., Any]:
         return original(target, *args, **kwargs)
 
     return channel
+
+
+def _grpc_callables() -> list[Any]:
+    """grpc's multi-callable classes, sync and aio, that this grpc has (private: by name)."""
+    found = []
+    for name, classes in _GRPC_CALLABLES.items():
+        try:
+            module = importlib.import_module(name)  # grpc is imported: its own modules
+        except ImportError:
+            continue
+        found += [getattr(module, cls, None) for cls in classes]
+    return [cls for cls in found if isinstance(cls, type)]
+
+
+def _guard_call(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        address = _callable_address(self)
+        if address is not None:
+            check(*address, _STUB_CALL)
+        return original(self, *args, **kwargs)
+
+    return call
+
+
+def _callable_address(callable_: Any) -> tuple[str, int] | None:
+    """The host and port a grpc multi-callable calls (sync: its ``_target``; aio: its
+    C channel's ``target``), or None if this grpc does not say."""
+    target = getattr(callable_, "_target", None)
+    if target is None:
+        target = getattr(getattr(callable_, "_channel", None), "target", None)
+    if target is None or callable(target):
+        return None
+    return grpc_address(_text(target))
 
 
 def serve_channels(serves: Callable[[str, int], bool]) -> Restore:
