@@ -53,6 +53,7 @@ class GrpcSimulator:
         self.calls: list[str] = []
         self.metadata: list[dict[str, str]] = []
         self.connections = 0
+        self.release = threading.Event()  # lets the "Held" stream go on
         self._server: Any = None
         self._backend = 0
         self._listener = socket.create_server(("127.0.0.1", 0))
@@ -115,6 +116,7 @@ class GrpcSimulator:
                     "Fail": grpc.unary_unary_rpc_method_handler(self._fail),
                     "Length": grpc.unary_unary_rpc_method_handler(self._length),
                     "Split": grpc.unary_stream_rpc_method_handler(self._split),
+                    "Held": grpc.unary_stream_rpc_method_handler(self._held),
                     "Join": grpc.stream_unary_rpc_method_handler(self._join),
                     "Each": grpc.stream_stream_rpc_method_handler(self._each),
                 },
@@ -207,6 +209,12 @@ class GrpcSimulator:
     def _split(self, request: bytes, context: Any) -> Iterator[bytes]:
         self._seen("Split", context)
         yield from request.split()
+
+    def _held(self, request: bytes, context: Any) -> Iterator[bytes]:
+        """One message, then the rest only once the test sets `release` (or after 5 s)."""
+        self._seen("Held", context)
+        yield b"first"
+        yield b"after release" if self.release.wait(5) else b"never released"
 
     def _join(self, requests: Iterator[bytes], context: Any) -> bytes:
         self._seen("Join", context)

@@ -373,3 +373,38 @@ def test_a_stub_built_before_any_session_is_refused_in_replay(
     assert server.target in str(refused.value)
     assert server.connections == 0
     assert session.misses == [refused.value]
+
+
+def test_a_stream_is_handed_on_as_it_arrives_while_recording(
+    server: GrpcSimulator, cassette_dir: Path
+) -> None:
+    def run(release: Any) -> list[bytes]:
+        stream = grpc.insecure_channel(server.target).unary_stream(ECHO + "Held")(b"go")
+        first = next(stream)  # the server holds the rest until released
+        release()
+        return [first, *stream]
+
+    with _session(server, cassette_dir, "record"):
+        live = run(server.release.set)
+    assert live == [b"first", b"after release"]
+    server.stop_server()
+    with _session(server, cassette_dir, "replay"):
+        assert run(lambda: None) == live
+
+
+def test_a_stream_left_unread_is_recorded_as_far_as_it_was_read(
+    server: GrpcSimulator, cassette_dir: Path
+) -> None:
+    def run() -> Any:
+        stream = grpc.insecure_channel(server.target).unary_stream(ECHO + "Held")(b"go")
+        return next(stream)  # and never more: the session closes with the stream open
+
+    with _session(server, cassette_dir, "record"):
+        assert run() == b"first"
+    (cassette,) = _cassettes(cassette_dir)
+    outcome = cassette["responses"][0]["body"]["json"]
+    assert outcome["code"] == "CANCELLED"
+    assert [m["base64"] for m in outcome["messages"]] == ["Zmlyc3Q="]  # b"first"
+    server.stop_server()
+    with _session(server, cassette_dir, "replay"):
+        assert run() == b"first"

@@ -12,14 +12,13 @@ a call object answering ``code()``, ``details()``, ``initial_metadata()``,
 ``trailing_metadata()`` (and a ``grpc.Future``), and on a failure a
 ``grpc.RpcError`` that is such a call too, as grpc's own is.
 
-A streamed response is read whole while it is recorded, then handed on
-message by message; a client stream is read whole before the call is keyed.
+A streamed response being recorded is handed on message by message as it
+arrives (`LiveStream`); a client stream is read whole before the call is keyed.
 Imported by `_grpc` when it installs (this module imports grpc).
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -77,7 +76,7 @@ class _Callable:
 
     def _outcome(
         self, deck: Deck, requests: list[Any], args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Outcome:
+    ) -> Outcome | LiveStream:
         address = self._address or ("", 0)  # a routed call has one
         raw = serialise(requests, self._serializer)
         call = GrpcCall(
@@ -87,6 +86,10 @@ class _Callable:
         reply = call.replay()
         if reply is not None:
             return Outcome(reply, self._parse(reply))
+        if self.stream_out:  # recorded as the code reads it, handed on message by message
+            with call.sending():
+                stream = self._raw_callable()(_request(raw, self.stream_in), *args, **kwargs)
+            return LiveStream(stream, call, self._deserializer, deck)
         with call.sending():
             reply = self._send(raw, args, kwargs)
         parsed = self._parse(reply)
@@ -101,19 +104,17 @@ class _Callable:
             return list(reply.messages)
         return [self._deserializer(message) for message in reply.messages]
 
-    def _send(self, raw: list[bytes], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Reply:
-        """The real call, bytes in and out; its outcome, failures included."""
+    def _raw_callable(self) -> Any:
+        """The same method made with no serialisers: bytes in, bytes out."""
         if self._raw is None:
             self._raw = self._make_raw()
-        request = iter(raw) if self.stream_in else raw[0]
-        if self.stream_out:
-            stream = self._raw(request, *args, **kwargs)
-            messages: list[bytes] = []
-            with contextlib.suppress(grpc.RpcError):  # the stream's status says how it ended
-                messages.extend(stream)
-            return _reply(stream, messages)
+        return self._raw
+
+    def _send(self, raw: list[bytes], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Reply:
+        """The real call of a unary response, bytes in and out; its outcome, failures included."""
+        request = _request(raw, self.stream_in)
         try:
-            response, call = self._raw.with_call(request, *args, **kwargs)
+            response, call = self._raw_callable().with_call(request, *args, **kwargs)
         except grpc.RpcError as error:
             if not hasattr(error, "code"):
                 raise
@@ -196,6 +197,10 @@ _CALLABLES: dict[str, type[_Callable]] = {
 def _metadata(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """The ``metadata`` argument, given by name or second after the request (timeout first)."""
     return kwargs.get("metadata", args[1] if len(args) > 1 else None)
+
+
+def _request(raw: list[bytes], stream: bool) -> Any:
+    return iter(raw) if stream else raw[0]
 
 
 def _reply(call: Any, messages: list[bytes]) -> Reply:
@@ -306,3 +311,89 @@ class ReplayedRpcError(_Finished, grpc.RpcError, grpc.Call, grpc.Future):  # typ
             "<_InactiveRpcError of RPC that terminated with:\n"
             f'\tstatus = {self.code()}\n\tdetails = "{self.reply.details}"\n>'
         )
+
+
+class LiveStream(grpc.Call, grpc.Future):  # type: ignore[misc]
+    """A streamed response being recorded: handed on message by message as the code reads
+    it, and recorded once it ends, breaks, is cancelled, or (never read to its end) when the
+    session closes; then it is cancelled, and recorded with what arrived."""
+
+    def __init__(self, stream: Any, call: GrpcCall, deserializer: Any, deck: Deck) -> None:
+        self._stream, self._call, self._deserializer = stream, call, deserializer
+        self._raw: list[bytes] = []
+        self._parsed: list[Any] = []
+        self._done = False
+        deck.on_close(self._finish)
+
+    def __iter__(self) -> Iterator[Any]:
+        return self
+
+    def __next__(self) -> Any:
+        try:
+            raw = next(self._stream)
+        except (StopIteration, grpc.RpcError):
+            self._finish()
+            raise
+        parsed = raw if self._deserializer is None else self._deserializer(raw)
+        self._raw.append(raw)
+        self._parsed.append(parsed)
+        return parsed
+
+    next = __next__
+
+    def _finish(self) -> None:
+        if self._done:
+            return
+        self._done = True
+        if self._stream.is_active():
+            self._stream.cancel()
+        self._call.record(_reply(self._stream, self._raw), self._parsed)
+
+    def cancel(self) -> bool:
+        cancelled = bool(self._stream.cancel())
+        self._finish()
+        return cancelled
+
+    # grpc.Call and grpc.Future: the live call's answers
+
+    def initial_metadata(self) -> Any:
+        return self._stream.initial_metadata()
+
+    def trailing_metadata(self) -> Any:
+        return self._stream.trailing_metadata()
+
+    def code(self) -> Any:
+        return self._stream.code()
+
+    def details(self) -> Any:
+        return self._stream.details()
+
+    def is_active(self) -> bool:
+        return bool(self._stream.is_active())
+
+    def time_remaining(self) -> Any:
+        return self._stream.time_remaining()
+
+    def add_callback(self, callback: Callable[[], None]) -> Any:
+        return self._stream.add_callback(callback)
+
+    def cancelled(self) -> bool:
+        return bool(self._stream.cancelled())
+
+    def running(self) -> bool:
+        return bool(self._stream.running())
+
+    def done(self) -> bool:
+        return bool(self._stream.done())
+
+    def result(self, timeout: float | None = None) -> Any:
+        return self._stream.result(timeout)
+
+    def exception(self, timeout: float | None = None) -> Any:
+        return self._stream.exception(timeout)
+
+    def traceback(self, timeout: float | None = None) -> Any:
+        return self._stream.traceback(timeout)
+
+    def add_done_callback(self, fn: Callable[[Any], None]) -> None:
+        self._stream.add_done_callback(lambda _future: fn(self))
