@@ -408,3 +408,37 @@ def test_a_stream_left_unread_is_recorded_as_far_as_it_was_read(
     server.stop_server()
     with _session(server, cassette_dir, "replay"):
         assert run() == b"first"
+
+
+def test_an_aio_stream_is_handed_on_as_it_arrives_while_recording(
+    server: GrpcSimulator, cassette_dir: Path
+) -> None:
+    async def run(release: Any) -> list[Any]:
+        async with grpc.aio.insecure_channel(server.target) as channel:
+            stream = channel.unary_stream(ECHO + "Held")(b"go")
+            first = await stream.read()  # the server holds the rest until released
+            release()
+            return [first, *[message async for message in stream], await stream.code()]
+
+    with _session(server, cassette_dir, "record"):
+        live = asyncio.run(run(server.release.set))
+    assert live == [b"first", b"after release", grpc.StatusCode.OK]
+    server.stop_server()
+    with _session(server, cassette_dir, "replay"):
+        assert asyncio.run(run(lambda: None)) == live
+
+
+def test_an_aio_stream_left_unread_is_recorded_as_far_as_it_was_read(
+    server: GrpcSimulator, cassette_dir: Path
+) -> None:
+    async def run() -> Any:
+        channel = grpc.aio.insecure_channel(server.target)
+        return await channel.unary_stream(ECHO + "Held")(b"go").read()  # and never more
+
+    with _session(server, cassette_dir, "record"):
+        assert asyncio.run(run()) == b"first"
+    (cassette,) = _cassettes(cassette_dir)
+    assert cassette["responses"][0]["body"]["json"]["code"] == "CANCELLED"
+    server.stop_server()
+    with _session(server, cassette_dir, "replay"):
+        assert asyncio.run(run()) == b"first"

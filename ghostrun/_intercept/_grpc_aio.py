@@ -13,12 +13,14 @@ governing the call (DESIGN §2). Interceptors the channel was made with run on
 the real call (with bytes for messages, as it is made without serialisers);
 a replay has no real call.
 
-A client stream is read whole (an iterator, sync or async, or the messages
-given to ``write()`` until ``done_writing()``) before the call is keyed.
+A streamed response being recorded is handed on as it arrives (`AioTape`). A
+client stream is read whole (an iterator, sync or async, or the messages given
+to ``write()`` until ``done_writing()``) before the call is keyed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -118,7 +120,7 @@ class _AioCallable:
         request: Any,
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
-    ) -> tuple[Reply, list[Any]]:
+    ) -> tuple[Reply, list[Any]] | AioTape:
         requests = await _requests(request, outcome) if self.stream_in else [request]
         raw = serialise(requests, self._serializer)
         metadata = kwargs.get("metadata", args[1] if len(args) > 1 else None)
@@ -129,6 +131,12 @@ class _AioCallable:
         reply = call.replay()
         if reply is not None:
             return reply, self._parse(reply)
+        if self.stream_out:  # recorded as the code reads it, handed on message by message
+            with call.sending():
+                stream = self._raw_callable()(_request(raw, self.stream_in), *args, **kwargs)
+            tape = AioTape(stream, call, self._deserializer)
+            deck.on_close(tape.abandon)
+            return tape
         with call.sending():
             reply = await self._send(raw, args, kwargs)
         parsed = self._parse(reply)
@@ -140,26 +148,79 @@ class _AioCallable:
             return list(reply.messages)
         return [self._deserializer(message) for message in reply.messages]
 
-    async def _send(self, raw: list[bytes], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Reply:
-        """The real call, bytes in and out; its outcome, failures included."""
+    def _raw_callable(self) -> Any:
+        """The same method made with no serialisers: bytes in, bytes out."""
         if self._raw is None:
             self._raw = self._make_raw()
-        call = self._raw(iter(raw) if self.stream_in else raw[0], *args, **kwargs)
+        return self._raw
+
+    async def _send(self, raw: list[bytes], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Reply:
+        """The real call of a unary response, bytes in and out; its outcome, failures included."""
+        call = self._raw_callable()(_request(raw, self.stream_in), *args, **kwargs)
         messages: list[bytes] = []
+        with contextlib.suppress(grpc.RpcError):  # the call's status says how it ended
+            messages.append(await call)
+        return await _reply(call, messages)
+
+
+def _request(raw: list[bytes], stream: bool) -> Any:
+    return iter(raw) if stream else raw[0]
+
+
+async def _reply(call: Any, messages: list[bytes]) -> Reply:
+    """An ended aio call's outcome."""
+    return Reply(
+        (await call.code()).name,
+        await call.details() or "",
+        messages,
+        list(await call.initial_metadata() or ()),
+        list(await call.trailing_metadata() or ()),
+    )
+
+
+class AioTape:
+    """A streamed response being recorded: read from the live call as the code reads it,
+    recorded once it ends or breaks; one the code never read to its end is cancelled and
+    recorded, as far as it was read, when the session closes (`abandon`)."""
+
+    def __init__(self, stream: Any, call: GrpcCall, deserializer: Any) -> None:
+        self.stream, self._call, self._deserializer = stream, call, deserializer
+        self.raw: list[bytes] = []
+        self.parsed: list[Any] = []
+        self.reply: Reply | None = None
+
+    async def read(self) -> Any:
+        """The next message (as deserialised), or ``grpc.aio.EOF``; raises the live error."""
         try:
-            if self.stream_out:
-                messages.extend([message async for message in call])
-            else:
-                messages.append(await call)
+            raw = await self.stream.read()
         except grpc.RpcError:
-            pass  # the call's status says how it ended
-        return Reply(
-            (await call.code()).name,
-            await call.details() or "",
-            messages,
-            list(await call.initial_metadata() or ()),
-            list(await call.trailing_metadata() or ()),
-        )
+            await self.finish()
+            raise
+        if raw is grpc.aio.EOF:
+            await self.finish()
+            return raw
+        self.raw.append(raw)
+        self.parsed.append(raw if self._deserializer is None else self._deserializer(raw))
+        return self.parsed[-1]
+
+    async def finish(self) -> None:
+        if self.reply is None:
+            self.reply = await _reply(self.stream, self.raw)
+            self._call.record(self.reply, self.parsed)
+
+    async def drain(self) -> tuple[Reply, list[Any]]:
+        """Read to the end (what was read is kept to hand on); the outcome."""
+        with contextlib.suppress(grpc.RpcError):
+            while self.reply is None and await self.read() is not grpc.aio.EOF:
+                pass
+        await self.finish()
+        return self.reply or Reply(), self.parsed
+
+    def abandon(self) -> None:
+        if self.reply is None:
+            self.stream.cancel()
+            self.reply = Reply("CANCELLED", "", self.raw)
+            self._call.record(self.reply, self.parsed)
 
 
 # Subclasses of grpc's abstract multi-callables: SDKs tell the kinds apart by them
@@ -203,6 +264,7 @@ class AioOutcome:
     def __init__(self) -> None:
         self.written: list[Any] = []
         self._run: Callable[[], Any] | None = None
+        self._tape: AioTape | None = None  # a stream being recorded
         self._result: tuple[Reply, list[Any]] | None = None
         self._callbacks: list[Callable[[Any], None]] = []
         self._next = 0
@@ -210,14 +272,28 @@ class AioOutcome:
     def start(self, run: Callable[[], Any]) -> None:
         self._run = run
 
+    async def _started(self) -> None:
+        """Run the call (once): replayed, recorded whole, or a stream to record as read."""
+        if self._run is None:
+            return
+        run, self._run = self._run, None
+        found = await run()
+        if isinstance(found, AioTape):
+            self._tape = found
+        else:
+            self._done(found)
+
+    def _done(self, result: tuple[Reply, list[Any]]) -> None:
+        self._result = result
+        for callback in self._callbacks:
+            callback(self)
+
     async def _ended(self) -> tuple[Reply, list[Any]]:
+        await self._started()
+        if self._result is None and self._tape is not None:
+            self._done(await self._tape.drain())
         if self._result is None:
-            run, self._run = self._run, None
-            if run is None:
-                raise grpc.aio.UsageError("ghostrun: this call is already running")
-            self._result = await run()
-            for callback in self._callbacks:
-                callback(self)
+            raise grpc.aio.UsageError("ghostrun: this call is already running")
         return self._result
 
     # -- the response ---------------------------------------------------------------
@@ -242,6 +318,13 @@ class AioOutcome:
             yield message
 
     async def read(self) -> Any:
+        await self._started()
+        tape = self._tape
+        if tape is not None and tape.reply is None and self._next == len(tape.parsed):
+            message = await tape.read()  # as it arrives
+            if message is not grpc.aio.EOF:
+                self._next += 1
+                return message
         reply, parsed = await self._ended()
         if self._next < len(parsed):
             self._next += 1
@@ -261,6 +344,9 @@ class AioOutcome:
     # -- grpc.aio.Call ----------------------------------------------------------------
 
     async def initial_metadata(self) -> Any:
+        await self._started()
+        if self._tape is not None and self._tape.reply is None:
+            return await self._tape.stream.initial_metadata()
         return grpc.aio.Metadata(*(await self._ended())[0].initial_metadata)
 
     async def trailing_metadata(self) -> Any:
@@ -273,7 +359,11 @@ class AioOutcome:
         return (await self._ended())[0].details
 
     async def wait_for_connection(self) -> None:
-        await self._ended()
+        await self._started()
+        if self._tape is not None and self._tape.reply is None:
+            await self._tape.stream.wait_for_connection()
+        else:
+            await self._ended()
 
     def cancelled(self) -> bool:
         return False
