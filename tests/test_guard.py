@@ -197,20 +197,46 @@ def test_dspy_default_engine(
     assert resolver == []
 
 
-def test_grpc_channels(listener: Listener, resolver: list[Any], cassette_dir: Any) -> None:
+def test_grpc_channels(
+    listener: Listener, resolver: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Outside sessions no road answers a channel's calls: the suite-wide replay refuses it."""
     import grpc
     import grpc.aio
 
-    with replay(cassette_dir, hosts=[listener.host]):
+    monkeypatch.setenv("GHOSTRUN_MODE", "replay")
+    monkeypatch.setenv("GHOSTRUN_HOSTS", listener.host)
+    _guard.acquire()
+    try:
         with pytest.raises(ghostrun.CacheMiss, match=listener.host) as info:
             grpc.insecure_channel(listener.host)
         with pytest.raises(ghostrun.CacheMiss, match=r"aiplatform\.googleapis\.com:443"):
             grpc.secure_channel("dns:///aiplatform.googleapis.com", grpc.ssl_channel_credentials())
         with pytest.raises(ghostrun.CacheMiss, match=listener.host):
             grpc.aio.insecure_channel(f"ipv4:{listener.host}")
+    finally:
+        _guard.release()
     assert listener.connections() == 0
     assert resolver == []
     assert "open a gRPC channel to" in str(info.value)
+
+
+def test_grpc_channels_the_grpc_road_serves(
+    listener: Listener, resolver: list[Any], cassette_dir: Any
+) -> None:
+    """In a replay session the grpc road answers a provider channel's calls: the channel is
+    made (it never connects), a call with no recording is a miss; block_network still holds."""
+    import grpc
+
+    with replay(cassette_dir, hosts=[listener.host], block_network=True) as session:
+        channel = grpc.insecure_channel(listener.host)
+        with pytest.raises(ghostrun.CacheMiss, match="no recording for POST grpc://"):
+            channel.unary_unary("/pkg.Service/Method")(b"request")
+        with pytest.raises(ghostrun.CacheMiss, match="block_network"):
+            grpc.insecure_channel("10.1.2.3:50051")
+    assert len(session.misses) == 2
+    assert listener.connections() == 0
+    assert resolver == []
 
 
 @pytest.mark.parametrize(

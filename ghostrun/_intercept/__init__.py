@@ -11,6 +11,9 @@
     _lm15         dspy's vendored HTTP client (``StdlibTransport.stream``, ``_do_stream``)
     _wslink       the session side of a WebSocket conversation (record, replay, miss), shared
                   by the WebSocket roads
+    _grpc         grpcio (sync channels and ``grpc.aio``): its adapter; ``_grpc_sync`` and
+                  ``_grpc_aio`` hold the multi-callables and calls, ``_grpclink`` the
+                  session side of one call, shared by both
 
     _guard        in replay, the refusal of any provider connection no road made
 

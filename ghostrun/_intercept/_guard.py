@@ -31,7 +31,9 @@ copy of it, so the worker thread decides as the task's session would), and
 grpc's channel constructors (``grpc.insecure_channel``/``secure_channel`` and
 their ``grpc.aio`` twins), since grpc's C core resolves and connects past
 Python's socket module: a channel to a guarded target is refused when it is
-made. Not seen: a grpc channel made before the guard was installed, and other
+made, unless a road answers its calls (the grpc road, `serve_channels`), and
+so is each call of grpc's multi-callables (sync and aio) to such a target: a
+stub built before the grpc road was installed calls past it. Not seen: other
 code that networks in C (uvloop, c-ares).
 
 In every mode, while a road is left unhooked (its library lacks the hook:
@@ -55,6 +57,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
+import importlib
 import os
 import sys
 import threading
@@ -90,10 +93,12 @@ from ._patch import (
 __all__ = [
     "acquire",
     "check",
+    "grpc_address",
     "install_for_suite",
     "installed",
     "is_loopback",
     "release",
+    "serve_channels",
     "session_entered",
     "session_exited",
 ]
@@ -117,6 +122,27 @@ _PLUMBING = (
     "grpc",
 )
 _SERVICES = {"http": 80, "https": 443, "ws": 80, "wss": 443}
+# grpc's multi-callables, whose calls are checked too: a stub built before the grpc road
+# was installed calls through them, past the road (private classes, found by name).
+_GRPC_CALLABLES = {
+    "grpc._channel": (
+        "_UnaryUnaryMultiCallable",
+        "_SingleThreadedUnaryStreamMultiCallable",
+        "_UnaryStreamMultiCallable",
+        "_StreamUnaryMultiCallable",
+        "_StreamStreamMultiCallable",
+    ),
+    "grpc.aio._channel": (
+        "UnaryUnaryMultiCallable",
+        "UnaryStreamMultiCallable",
+        "StreamUnaryMultiCallable",
+        "StreamStreamMultiCallable",
+    ),
+}
+_STUB_CALL = (
+    "make a gRPC call (from a stub built before any session opened, which ghostrun cannot "
+    "see: build the client inside the session) to"
+)
 
 _lock = threading.RLock()
 _restorers: list[Restore] = []
@@ -124,6 +150,9 @@ _wrappers: dict[tuple[Any, str], tuple[Any, Any]] = {}  # (owner, attr): (origin
 _providers = HostMatcher(PROVIDER_HOSTS)
 _suite_matchers: dict[tuple[str, ...], HostMatcher] = {}
 _loopback: dict[str, bool] = {}
+# Roads that answer a channel's calls themselves (the grpc road): a channel they serve is
+# let through, as it never connects in replay. Each says whether it serves (host, port).
+_channel_servers: list[Callable[[str, int], bool]] = []
 
 
 # -- installing and restoring --------------------------------------------------------
@@ -225,6 +254,10 @@ def _patch(name: str, module: ModuleType) -> None:
         for owner in filter(None, (module, getattr(module, "aio", None))):
             for attr in ("insecure_channel", "secure_channel"):
                 _replace(owner, attr, _guard_channel)
+        for owner in _grpc_callables():
+            for attr in ("__call__", "with_call", "future"):
+                if attr in vars(owner):
+                    _replace(owner, attr, _guard_call)
 
 
 def _replace(owner: Any, attr: str, wrap: Callable[[Any], Any]) -> None:
@@ -322,15 +355,58 @@ def _guard_loop_lookup(original: Callable[..., Any]) -> Callable[..., Any]:
 def _guard_channel(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def channel(target: Any, *args: Any, **kwargs: Any) -> Any:
-        address = _grpc_address(_text(target))
-        if address is not None:
+        address = grpc_address(_text(target))
+        if address is not None and not any(serves(*address) for serves in _channel_servers):
             check(*address, "open a gRPC channel to")
         return original(target, *args, **kwargs)
 
     return channel
 
 
-def _grpc_address(target: str) -> tuple[str, int] | None:
+def _grpc_callables() -> list[Any]:
+    """grpc's multi-callable classes, sync and aio, that this grpc has (private: by name)."""
+    found = []
+    for name, classes in _GRPC_CALLABLES.items():
+        try:
+            module = importlib.import_module(name)  # grpc is imported: its own modules
+        except ImportError:
+            continue
+        found += [getattr(module, cls, None) for cls in classes]
+    return [cls for cls in found if isinstance(cls, type)]
+
+
+def _guard_call(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        address = _callable_address(self)
+        if address is not None:
+            check(*address, _STUB_CALL)
+        return original(self, *args, **kwargs)
+
+    return call
+
+
+def _callable_address(callable_: Any) -> tuple[str, int] | None:
+    """The host and port a grpc multi-callable calls (sync: its ``_target``; aio: its
+    C channel's ``target``), or None if this grpc does not say."""
+    target = getattr(callable_, "_target", None)
+    if target is None:
+        target = getattr(getattr(callable_, "_channel", None), "target", None)
+    if target is None or callable(target):
+        return None
+    return grpc_address(_text(target))
+
+
+def serve_channels(serves: Callable[[str, int], bool]) -> Restore:
+    """A road answers the calls of the gRPC channels ``serves`` accepts: let them be made.
+
+    Returns the function that stops it (the road's restore calls it).
+    """
+    _channel_servers.append(serves)
+    return lambda: _channel_servers.remove(serves)
+
+
+def grpc_address(target: str) -> tuple[str, int] | None:
     """Host and port of a grpc target (``host:port``, ``dns:///host:port``, ``ipv4:...``)."""
     scheme, _sep, rest = target.partition(":")
     if scheme in ("unix", "unix-abstract", "vsock"):
@@ -349,6 +425,9 @@ def _grpc_address(target: str) -> tuple[str, int] | None:
     else:  # a host alone, or a bare IPv6 address
         host, port = rest, ""
     return host, int(port) if port.isdigit() else 443  # grpc's default port
+
+
+_grpc_address = grpc_address  # its name before the grpc road shared it
 
 
 # -- the decision --------------------------------------------------------------------

@@ -90,6 +90,7 @@ ROADS: tuple[str, ...] = (
     "_websockets",  # websockets' sync and asyncio clients (WebSocket conversations)
     "_aiohttp_ws",  # aiohttp's ws_connect (WebSocket conversations)
     "_lm15",  # dspy's vendored HTTP client, its default engine from 3.4
+    "_grpc",  # grpcio's sync channels and grpc.aio (xai-sdk, Vertex AI, Google clients)
 )
 """The road modules of ``ghostrun._intercept``, in installation order."""
 

@@ -96,6 +96,7 @@ _REQUEST_HEADERS = frozenset(
         "anthropic-beta",
         "openai-beta",
         "x-stainless-helper-method",
+        "grpc-message-type",  # a gRPC request message's type name (the grpc road)
     }
 )
 # Response headers are kept by this safe-list (DESIGN §3, exact; §4), which decides by

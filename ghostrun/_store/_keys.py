@@ -39,7 +39,7 @@ __all__ = [
     "without_fields",
 ]
 
-_DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
+_DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443, "grpc": 443}
 _SORTED_COMPACT = orjson.OPT_SORT_KEYS
 
 
