@@ -16,7 +16,7 @@ import pytest
 from simulator import ProviderSimulator
 
 import ghostrun
-from ghostrun._intercept import _lm15
+from ghostrun._intercept import _lm15, _patch
 
 LOOPBACK = ("127.0.0.1",)
 QUICK = {"api_key": "sk-test", "cache": False, "num_retries": 0, "timeout": 5}
@@ -85,6 +85,7 @@ def test_without_its_hook_the_refusal_names_dspy_as_the_caller(
         raise ghostrun.UnsupportedLibrary("dspy 99.0 has no StdlibTransport.stream")
 
     monkeypatch.setattr(_lm15.Lm15Adapter, "check", check)
+    _patch.forget_plan()  # the roads' last install is no longer what a session would find
     with ghostrun.session(cassette_dir=cassette_dir, hosts=LOOPBACK, mode="replay"):
         import dspy  # noqa: F401  (imported: its road is checked, and left unhooked)
 

@@ -115,7 +115,7 @@ def test_a_gzip_bomb_is_refused_before_any_client_inflates_it(
     client: str, simulator: ProviderSimulator, good: Path, tmp_path: Path
 ) -> None:
     path = planted(good, tmp_path / "c", gzip_bomb)
-    with pytest.raises(ghostrun.CassetteError) as info:
+    with pytest.raises((ghostrun.CassetteError, ghostrun.DamagedCassette)) as info:
         replay(client, simulator.url("/v1/chat/completions"), path.parent)
     message = str(info.value)
     assert str(path) in message
@@ -128,7 +128,10 @@ def test_a_planted_cookie_never_reaches_the_cookie_jar(
 ) -> None:
     edit = response_headers(**{"set-cookie": "session=planted; Path=/"})
     path = planted(good, tmp_path / "c", edit)
-    with pytest.raises(ghostrun.CassetteError, match=r"responses\[0\]\.headers\.set-cookie"):
+    with pytest.raises(
+        (ghostrun.CassetteError, ghostrun.DamagedCassette),
+        match=r"responses\[0\]\.headers\.set-cookie",
+    ):
         replay(client, simulator.url("/v1/chat/completions"), path.parent)
 
 
@@ -144,7 +147,7 @@ def test_every_header_ghostrun_never_writes_is_refused_in_replay_and_by_show(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     path = planted(good, tmp_path / "c", response_headers(**{name: "x"}))
-    with pytest.raises(ghostrun.CassetteError) as info:
+    with pytest.raises((ghostrun.CassetteError, ghostrun.DamagedCassette)) as info:
         replay("httpx", simulator.url("/v1/chat/completions"), path.parent)
     assert str(path) in str(info.value)
     assert f"responses[0].headers.{name}: ghostrun never writes this header" in str(info.value)
@@ -159,7 +162,10 @@ def test_a_header_sent_twice_is_checked_value_by_value(
         document["responses"][0]["headers"]["x-note"] = ["fine", "bad\r\nset-cookie: a=b"]
 
     path = planted(good, tmp_path / "c", edit)
-    with pytest.raises(ghostrun.CassetteError, match="x-note: a header value is visible ASCII"):
+    with pytest.raises(
+        (ghostrun.CassetteError, ghostrun.DamagedCassette),
+        match="x-note: a header value is visible ASCII",
+    ):
         replay("httpx", simulator.url("/v1/chat/completions"), path.parent)
 
 
@@ -172,7 +178,7 @@ def test_a_malformed_or_oversized_header_is_refused(
 ) -> None:
     value = "v" * (LIMITS["header_value"].value + 1) if name == "x-long" else "v"
     path = planted(good, tmp_path / "c", response_headers(**{name: value}))
-    with pytest.raises(ghostrun.CassetteError, match=complaint):
+    with pytest.raises((ghostrun.CassetteError, ghostrun.DamagedCassette), match=complaint):
         replay("httpx", simulator.url("/v1/chat/completions"), path.parent)
 
 
@@ -207,7 +213,10 @@ def test_a_redirect_anywhere_but_an_http_url_is_refused(
         document["responses"][0]["headers"]["location"] = location
 
     path = planted(good, tmp_path / "c", edit)
-    with pytest.raises(ghostrun.CassetteError, match=r"headers\.location: a redirect goes to"):
+    with pytest.raises(
+        (ghostrun.CassetteError, ghostrun.DamagedCassette),
+        match=r"headers\.location: a redirect goes to",
+    ):
         replay(client, simulator.url("/v1/chat/completions"), path.parent)
 
 
@@ -216,7 +225,7 @@ def test_an_error_naming_a_hostile_field_prints_no_escape_sequence(
 ) -> None:
     """The field's name comes from the file: the message shows its ESC as ``\\x1b``."""
     path = planted(good, tmp_path / "c", response_headers(**{"\x1b]52;c;aGk=\x07": "v"}))
-    with pytest.raises(ghostrun.CassetteError) as info:
+    with pytest.raises((ghostrun.CassetteError, ghostrun.DamagedCassette)) as info:
         replay("httpx", simulator.url("/v1/chat/completions"), path.parent)
     assert "\x1b" not in str(info.value) and "headers.\\x1b]52;c;aGk=\\x07:" in str(info.value)
 
@@ -240,7 +249,7 @@ def test_json_nested_past_the_limit_is_refused_with_the_limit_named(
         document["responses"][0]["body"] = {"json": nested(depth)}
 
     path = planted(good, tmp_path / "c", edit)
-    with pytest.raises(ghostrun.CassetteError) as info:
+    with pytest.raises((ghostrun.CassetteError, ghostrun.DamagedCassette)) as info:
         replay("httpx", simulator.url("/v1/chat/completions"), path.parent)
     message = str(info.value)
     assert str(path) in message
@@ -309,7 +318,7 @@ def test_each_limit_is_enforced_and_named_in_the_message(
     path = planted(good, tmp_path / "c", edit)
     assert replay("httpx", simulator.url("/v1/chat/completions"), path.parent) is not None
     _lower(monkeypatch, limit, value)
-    with pytest.raises(ghostrun.CassetteError) as info:
+    with pytest.raises((ghostrun.CassetteError, ghostrun.DamagedCassette)) as info:
         replay("httpx", simulator.url("/v1/chat/completions"), path.parent)
     message = str(info.value)
     assert str(path) in message and where in message
@@ -382,7 +391,7 @@ def test_a_websocket_cassette_is_checked_the_same_way(
     edit(document["conversations"][0])
     path = tmp_path / good.name
     path.write_bytes(orjson.dumps(document))
-    with pytest.raises(ghostrun.CassetteError) as info:
+    with pytest.raises((ghostrun.CassetteError, ghostrun.DamagedCassette)) as info:
         ws_replay(url, tmp_path)
     assert str(path) in str(info.value) and complaint in str(info.value)
 
@@ -395,5 +404,8 @@ def test_a_websocket_cassette_past_the_frame_limit_is_refused(
     path.write_bytes(good.read_bytes())
     frames = len(orjson.loads(good.read_bytes())["conversations"][0]["frames"])
     _lower(monkeypatch, "frames", frames - 1)
-    with pytest.raises(ghostrun.CassetteError, match=r"conversations\[0\]\.frames: \d+ is over"):
+    with pytest.raises(
+        (ghostrun.CassetteError, ghostrun.DamagedCassette),
+        match=r"conversations\[0\]\.frames: \d+ is over",
+    ):
         ws_replay(url, tmp_path)

@@ -25,7 +25,7 @@ from simulator import ProviderSimulator
 
 import ghostrun
 from ghostrun._core import _hosts
-from ghostrun._core._exceptions import UnsupportedHttpx
+from ghostrun._intercept import _patch
 
 LOOPBACK = ("127.0.0.1",)
 
@@ -93,10 +93,11 @@ def test_a_hook_replaced_between_sessions_is_checked_afresh(
         raise AssertionError("never called")
 
     monkeypatch.setattr(aiohttp.ClientSession, "_request", without_middlewares)
-    with pytest.raises(UnsupportedHttpx, match="client middlewares"):
-        empty_session(cassette_dir)
+    with ghostrun.session(mode="replay", cassette_dir=cassette_dir, hosts=LOOPBACK):
+        assert _patch.is_unhooked("aiohttp")  # that road alone is left unhooked
     monkeypatch.undo()
-    empty_session(cassette_dir)  # the library as it was: accepted again
+    with ghostrun.session(mode="replay", cassette_dir=cassette_dir, hosts=LOOPBACK):
+        assert not _patch.is_unhooked("aiohttp")  # the library as it was: hooked again
 
 
 def test_host_patterns_are_parsed_once_for_a_host_list_not_per_session(
@@ -139,14 +140,19 @@ def test_a_one_call_replay_session_opens_only_its_cassette(
 ) -> None:
     body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
     url = provider.url("/v1/chat/completions")
-    with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=LOOPBACK):
+    # Recorded as another test would have (a test that records writes its trajectory).
+    with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=LOOPBACK, name="t0"):
         httpx2.post(url, json=body).raise_for_status()
     (cassette,) = cassette_dir.glob("*.json")
     with httpx2.Client() as client, counting(monkeypatch, os, "open") as opened:
         for _ in range(2):
             with ghostrun.session(mode="replay", cassette_dir=cassette_dir, hosts=LOOPBACK):
                 client.post(url, json=body).raise_for_status()
-    assert [os.path.realpath(p) for p in opened] == [os.path.realpath(cassette)] * 2
+    trajectory = next(p for p in opened if "trajectories" in str(p))  # read, for unplayed steps
+    assert [os.path.realpath(p) for p in opened] == [
+        os.path.realpath(cassette),
+        os.path.realpath(trajectory),
+    ] * 2
 
 
 # -- fsyncs ---------------------------------------------------------------------------
@@ -179,13 +185,15 @@ def test_recording_syncs_each_new_file_and_its_directory_once_when_the_session_c
                 body = {"model": "m", "messages": [{"role": "user", "content": f"q{n}"}]}
                 httpx2.post(url, json=body).raise_for_status()
             assert synced == ["file"] * 3  # each file before its name; no directory yet
-        assert synced == ["file"] * 3 + ["dir"]  # the directory, once, at the close
+        # The three cassettes and the test's trajectory, then each new name's directory
+        # (the cassettes' and trajectories/), once, at the close.
+        assert synced == ["file"] * 4 + ["dir"] * 2
     assert len(list(cassette_dir.glob("*.json"))) == 3
     with fsyncs(monkeypatch) as synced:  # again: each file replaced, its name already there
         with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=LOOPBACK):
             body = {"model": "m", "messages": [{"role": "user", "content": "q0"}]}
             httpx2.post(url, json=body).raise_for_status()
-    assert synced == ["file"]
+    assert synced == ["file", "file"]  # the cassette and the trajectory, over their names
 
 
 def test_a_write_outside_any_session_syncs_its_directory_at_once(

@@ -30,7 +30,7 @@ from simulator import ProviderSimulator
 from ws_simulator import WebSocketSimulator
 
 import ghostrun
-from ghostrun._intercept import _aiohttp, _aiohttp_ws, _httpx, _urllib3, _websockets
+from ghostrun._intercept import _aiohttp, _aiohttp_ws, _httpx, _patch, _urllib3, _websockets
 
 LOOPBACK = ("127.0.0.1",)
 CHAT = "/v1/chat/completions"
@@ -152,6 +152,7 @@ def _break(monkeypatch: pytest.MonkeyPatch, road: str) -> None:
         )
 
     monkeypatch.setattr(cls, "check", check)
+    _patch.forget_plan()  # the roads' last install is no longer what a session would find
 
 
 def _refused(road: str, call: Call, listener: Listener) -> str:

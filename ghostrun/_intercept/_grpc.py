@@ -26,7 +26,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from .._core._exceptions import UnsupportedHttpx
+from .._core._exceptions import UnsupportedLibrary
 from .._recording._session import current_deck, passing_through
 from ._guard import serve_channels
 from ._patch import Restore, library, replace
@@ -52,7 +52,8 @@ def serves(host: str, port: int | None) -> bool:
 class GrpcAdapter:
     """Wraps the multi-callable factories of grpc's sync and aio channel classes."""
 
-    waits_for = "grpc"
+    waits_for = road = "grpc"
+    distribution = "grpcio"
 
     def __init__(self) -> None:
         self.sync: Any = None
@@ -66,7 +67,7 @@ class GrpcAdapter:
         self.aio = getattr(importlib.import_module("grpc.aio._channel"), "Channel", None)
         if not all(hasattr(cls, kind) for cls in (self.sync, self.aio) for kind in _KINDS):
             version = getattr(grpc, "__version__", "?")
-            raise UnsupportedHttpx(
+            raise UnsupportedLibrary(
                 f"grpcio {version} has no grpc._channel.Channel or grpc.aio._channel.Channel "
                 "with unary_unary ... stream_stream, which ghostrun wraps to record gRPC calls. "
                 "Install grpcio 1.60 or later: pip install 'grpcio>=1.60'."

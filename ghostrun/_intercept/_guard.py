@@ -152,7 +152,7 @@ _suite_matchers: dict[tuple[str, ...], HostMatcher] = {}
 _loopback: dict[str, bool] = {}
 # Roads that answer a channel's calls themselves (the grpc road): a channel they serve is
 # let through, as it never connects in replay. Each says whether it serves (host, port).
-_channel_servers: list[Callable[[str, int], bool]] = []
+_channel_servers: tuple[Callable[[str, int], bool], ...] = ()
 
 
 # -- installing and restoring --------------------------------------------------------
@@ -402,8 +402,9 @@ def serve_channels(serves: Callable[[str, int], bool]) -> Restore:
 
     Returns the function that stops it (the road's restore calls it).
     """
-    _channel_servers.append(serves)
-    return lambda: _channel_servers.remove(serves)
+    # Set with `replace`, so a session that re-makes the roads' changes (`_patch.reapply`)
+    # serves the channels again too.
+    return replace((sys.modules[__name__], "_channel_servers", (*_channel_servers, serves)))
 
 
 def grpc_address(target: str) -> tuple[str, int] | None:

@@ -69,6 +69,7 @@ __all__ = [
     "acquire",
     "capturing",
     "footprint",
+    "forget_plan",
     "in_place",
     "is_unhooked",
     "library",
@@ -414,6 +415,8 @@ def _install_all() -> None:
         _late.stop()
         _waiting.clear()
         raise
+    if unhooked:  # a road left unhooked holds the guard: the full install says so each time
+        return
     modules = tuple((name, sys.modules[name]) for name in imported)
     waits = {name: tuple(adapters) for name, adapters in waiting.items()}
     _plan = _Plan(made, modules, waits, tuple(changes))
@@ -452,6 +455,12 @@ class _Plan:
 
 
 _plan: _Plan | None = None
+
+
+def forget_plan() -> None:
+    """Check every road afresh at the next install (a test that replaced an adapter's check)."""
+    global _plan
+    _plan = None
 
 
 def _install(adapters: list[Adapter]) -> list[Restore]:

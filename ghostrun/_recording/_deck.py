@@ -273,6 +273,8 @@ class Deck:
         try:
             for finish in closing:
                 finish()
+            failed = exc is not None or bool(unraised)
+            unplayed = _trajectory.session_closed(self, failed=failed)  # writes it if recorded
         finally:
             sync_deferred_dirs()  # DESIGN §3: each directory once per session, not per file
         for closed in _hooks.closed:
@@ -285,7 +287,6 @@ class Deck:
             raise write_errors[0]  # the block's own error, if any, is its __context__
         if exc is None and self.max_age is not None:
             _stale.report(stale, self.max_age, self.on_stale)
-        unplayed = _trajectory.session_closed(self, failed=exc is not None or bool(unraised))
         if unplayed is not None:
             raise unplayed
 
@@ -486,8 +487,8 @@ class Deck:
                 recording.body,
                 recording.chunks,
                 recording.stream_error,
-                today() if recording.recorded_on is None else recording.recorded_on,
-                recording.reason,
+                reason=recording.reason,
+                recorded_on=today() if recording.recorded_on is None else recording.recorded_on,
             ),
             _content_type(recording.headers),
         )
