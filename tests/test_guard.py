@@ -573,9 +573,10 @@ def test_pytest_flags_guard_the_whole_run(
     monkeypatch.setenv("PYTHONPATH", str(pytester.path))
     pytester.makepyfile(spy_network=SPY_PLUGIN, test_suite=SUITE_TESTS)
     spied = ("-p", "spy_network")
-    monkeypatch.setenv("GHOSTRUN_MODE", "replay")
-    pytester.runpytest_subprocess(*spied, "-k", "provider").assert_outcomes(passed=1, deselected=1)
-    monkeypatch.delenv("GHOSTRUN_MODE")
+    # By flag: GHOSTRUN_MODE=replay in the environment guards the interpreter from its start
+    # (the .pth hook, test_guard_escapes.py), before this spy could install under the guard.
+    named = pytester.runpytest_subprocess(*spied, "--ghostrun-mode=replay", "-k", "provider")
+    named.assert_outcomes(passed=1, deselected=1)
     blocked = pytester.runpytest_subprocess(*spied, "--ghostrun-replay", "--ghostrun-block-network")
     blocked.assert_outcomes(passed=2)
     assert listener.connections() == 1

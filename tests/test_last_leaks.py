@@ -145,7 +145,8 @@ def test_an_oauth_token_response_is_stored_without_its_tokens(
     stored = _files(cassette_dir)
     for secret in (ACCESS, REFRESH_NEW, ID_TOKEN, "clientSecret0123456789", "0gOldRefresh"):
         assert secret.encode() not in stored, secret
-    assert json.loads(stored)["responses"][0]["body"]["json"]["expires_in"] == 3599
+    (cassette,) = cassette_dir.glob("*.json")  # beside it: the run log and the trajectory
+    assert json.loads(cassette.read_bytes())["responses"][0]["body"]["json"]["expires_in"] == 3599
     assert refresh("replay").token == "[REDACTED]"
 
 

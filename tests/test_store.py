@@ -520,6 +520,7 @@ def test_prune_deletes_nothing_after_a_partial_run_unless_forced(
     with ghostrun.session(mode="auto", cassette_dir=cassette_dir, hosts=LOOPBACK):
         httpx.post(provider.url("/v1/chat/completions"), json=BODY)
     (unused,) = cassette_dir.glob("*.json")
+    shutil.rmtree(cassette_dir / "trajectories")  # no test names the cassette: it is unused
     run_log(cassette_dir, [], selection={"limited_by": ["-k 'refund'"]})
     assert _cli.main(["prune", "--yes", "--cassette-dir", str(cassette_dir)]) == 1
     assert "Nothing deleted: the last run looks partial" in capsys.readouterr().out

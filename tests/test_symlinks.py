@@ -5,6 +5,7 @@ outside the cassette directory, which must stay untouched."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import httpx
@@ -59,6 +60,7 @@ def test_prune_reports_and_skips_links(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     cassette = record(provider, cassette_dir)
+    shutil.rmtree(cassette_dir / "trajectories")  # no test names the cassette: it is unused
     lock_link(cassette, elsewhere / "planted")
     outside_verdict = elsewhere / ("a" * 32 + ".json")
     outside_verdict.write_text("{}")  # what a linked judge/ folder would show prune

@@ -128,6 +128,7 @@ class DamagedCassette(CacheMiss):
         )
 
 
+@public
 class AuthFailureWarning(UserWarning):
     """A session recorded an authentication failure (401, 403) from a provider.
 

@@ -172,6 +172,7 @@ def _shown(path: Path) -> str:
 def _deck(cassette_dir: Path, test: str) -> Deck:
     """A recording deck writing as the test ``test`` would (its own run in each cassette)."""
     deck = Deck(Arguments(Mode.RECORD, cassette_dir, test, (), (), None, (), None))
+    deck.cassette_dir  # noqa: B018 (reading a setting resolves them all, as a session's entry)
     deck.mode, deck.name = Mode.RECORD, test  # the environment's mode does not apply here
     return deck
 
