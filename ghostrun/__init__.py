@@ -3,6 +3,9 @@
 Record provider HTTP traffic once, replay it from readable cassettes after,
 and assert on meaning with a local judge. README.md is the guide: sessions,
 modes, the judge, the pytest plugin and the CLI.
+
+PYTEST_DONT_REWRITE: under ``GHOSTRUN_MODE=replay`` the start-up hook imports
+this package before pytest could rewrite it (it holds no ``assert`` to rewrite).
 """
 
 from __future__ import annotations
