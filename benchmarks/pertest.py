@@ -174,14 +174,14 @@ class Contenders:
 
     def opener(self, row: Row, name: str, round_: int = 0) -> Callable[[int], Any]:
         """``opener(test)``: the context one test runs in."""
-        import ghostrun
 
         where = self.where(row, name)
         if name == "floor":
             return lambda test: contextlib.nullcontext()
         if name == "ghostrun":
             mode = "record" if row.record else "replay"
-            return lambda test: ghostrun.session(mode=mode, cassette_dir=where, hosts=wl.LOOPBACK)
+            label = f"r{round_}-test" if row.record else "test"
+            return lambda test: _ghostrun_test(mode, where, f"{label}{test}")
         if name == "cassetter":
             recorder = self.cassetter_record if row.record else self.cassetter
             return lambda test: recorder.use_cassette(str(where / f"r{round_}-test{test}.yaml"))
@@ -245,12 +245,22 @@ def record_everything(sim_url: str, data: Path, table: list[Row]) -> Contenders:
     return made
 
 
-def _recording_opener(made: Contenders, row: Row, name: str) -> Callable[[int], Any]:
+def _ghostrun_test(mode: str, where: Path, test: str) -> Any:
+    """ghostrun's session for one test, as under pytest: named by its test id, in a process
+    that has not opened a session of that test before (so its trajectory is checked, or
+    written, as in a test run of its own)."""
     import ghostrun
+    from ghostrun._recording import _trajectory
+
+    _trajectory.swap(_trajectory.Tracker())
+    return ghostrun.session(mode=mode, cassette_dir=where, hosts=wl.LOOPBACK, name=test)
+
+
+def _recording_opener(made: Contenders, row: Row, name: str) -> Callable[[int], Any]:
 
     where = made.where(row, name)
     if name == "ghostrun":
-        return lambda t: ghostrun.session(mode="record", cassette_dir=where, hosts=wl.LOOPBACK)
+        return lambda t: _ghostrun_test("record", where, f"test{t}")
     recorder = made.cassetter_record if name == "cassetter" else made.vcr_record
     return lambda t: recorder.use_cassette(str(where / f"r0-test{t}.yaml"))
 

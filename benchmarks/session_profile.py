@@ -50,13 +50,16 @@ def main() -> None:
 
     import ghostrun
     from ghostrun._core import _hosts
+    from ghostrun._recording import _trajectory
 
     with tempfile.TemporaryDirectory(prefix="ghostrun-session-profile-") as data:
         cassettes = os.path.join(data, "cassettes")
         with ProviderSimulator() as sim:
             base_url = sim.base_url + "/v1"
             live = openai.OpenAI(base_url=base_url, api_key=wl.API_KEY, max_retries=0)
-            with ghostrun.session(mode="record", cassette_dir=cassettes, hosts=wl.LOOPBACK):
+            with ghostrun.session(
+                mode="record", cassette_dir=cassettes, hosts=wl.LOOPBACK, name="one-call"
+            ):
                 _chat(live)
 
         def unreachable(request: Any) -> Any:
@@ -69,12 +72,20 @@ def main() -> None:
             http_client=httpx2.Client(transport=httpx2.MockTransport(unreachable)),
         )
 
+        # Each session is a test of its own, as under pytest: its name is its test id, and
+        # its process has opened no session of that test before (a fresh `Tracker`).
         def empty() -> None:
-            with ghostrun.session(mode="replay", cassette_dir=cassettes, hosts=wl.LOOPBACK):
+            _trajectory.swap(_trajectory.Tracker())
+            with ghostrun.session(
+                mode="replay", cassette_dir=cassettes, hosts=wl.LOOPBACK, name="empty"
+            ):
                 pass
 
         def one_call() -> None:
-            with ghostrun.session(mode="replay", cassette_dir=cassettes, hosts=wl.LOOPBACK):
+            _trajectory.swap(_trajectory.Tracker())
+            with ghostrun.session(
+                mode="replay", cassette_dir=cassettes, hosts=wl.LOOPBACK, name="one-call"
+            ):
                 _chat(client)
 
         for label, variant in (("empty session", empty), ("1-call replay", one_call)):

@@ -132,6 +132,50 @@ def test_a_new_host_list_is_parsed_and_matched(
         ghostrun.configure(hosts=None)
 
 
+def test_the_project_file_is_looked_at_once_per_session_not_once_per_setting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Mode, hosts, ignored URLs and block_network each read [tool.ghostrun]: one stat."""
+    (tmp_path / "pyproject.toml").write_text('[tool.ghostrun]\nhosts = ["example.test"]\n')
+    monkeypatch.chdir(tmp_path)
+    pyproject = str(tmp_path / "pyproject.toml")
+    empty_session(tmp_path / "cassettes")
+    with counting(monkeypatch, os, "stat") as stats:
+        for _ in range(3):
+            empty_session(tmp_path / "cassettes")
+    assert [os.fspath(p) for p in stats].count(pyproject) == 3
+
+
+def test_a_changed_project_file_counts_from_the_next_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[tool.ghostrun]\nhosts = ["one.example.test"]\n')
+    monkeypatch.chdir(tmp_path)
+    with ghostrun.session(mode="replay", cassette_dir=tmp_path / "c") as first:
+        assert first._deck.matcher("one.example.test")
+    pyproject.write_text('[tool.ghostrun]\nhosts = ["two.example.test"]\n')
+    os.utime(pyproject, ns=(1, 1))  # a new mtime, however coarse the file system's clock
+    with ghostrun.session(mode="replay", cassette_dir=tmp_path / "c") as second:
+        assert second._deck.matcher("two.example.test")
+        assert not second._deck.matcher("one.example.test")
+
+
+def test_a_tests_trajectory_file_name_is_made_once_not_per_session(
+    cassette_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A replayed session looks its trajectory up: the name (a hash of the id) is kept."""
+    from ghostrun._store import _trajectory as stored
+
+    with ghostrun.session(mode="replay", cassette_dir=cassette_dir, name="tests/t.py::t"):
+        pass
+    with counting(monkeypatch, stored.hashlib, "sha256") as hashed:
+        for _ in range(3):
+            with ghostrun.session(mode="replay", cassette_dir=cassette_dir, name="tests/t.py::t"):
+                pass
+    assert hashed == []
+
+
 # -- files opened ---------------------------------------------------------------------
 
 

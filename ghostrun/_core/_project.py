@@ -68,22 +68,36 @@ class Project:
 
 
 _NONE = Project()
-# cwd -> (the file found or None, its mtime_ns when read, what it said)
-_cache: dict[str, tuple[Path | None, int, Project]] = {}
+# cwd -> (the file found as a string, or None; its mtime_ns when read; the `_round` it was
+# last checked in; what it said)
+_cache: dict[str, tuple[str | None, int, int, Project]] = {}
+_round = 0
 
 
 def current() -> Project:
-    """The project of the working directory (cached; a changed file is read again)."""
+    """The project of the working directory: cached, its file looked at again (one stat)
+    at the first read after `recheck`, and read again if it changed."""
     cwd = os.getcwd()
     hit = _cache.get(cwd)
     if hit is not None:
-        source, stamp, project = hit
-        if source is None or _stamp(source) == stamp:
+        source, stamp, checked, project = hit
+        if source is None or checked == _round:
             return project
-    source = _find(Path(cwd))
-    project = _NONE if source is None else _read(source)
-    _cache[cwd] = (source, _stamp(source) if source else 0, project)
+        if _stamp(source) == stamp:
+            _cache[cwd] = (source, stamp, _round, project)
+            return project
+    found = _find(Path(cwd))
+    project = _NONE if found is None else _read(found)
+    source = None if found is None else str(found)
+    _cache[cwd] = (source, _stamp(source) if source else 0, _round, project)
     return project
+
+
+def recheck() -> None:
+    """The next read looks at the file again. A session calls it as it opens: however many
+    settings it resolves from the file, that is one stat per session, not one per setting."""
+    global _round
+    _round += 1
 
 
 def forget() -> None:
@@ -91,9 +105,9 @@ def forget() -> None:
     _cache.clear()
 
 
-def _stamp(path: Path) -> int:
+def _stamp(path: str) -> int:
     try:
-        return path.stat().st_mtime_ns
+        return os.stat(path).st_mtime_ns
     except OSError:
         return -1
 

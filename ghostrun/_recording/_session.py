@@ -24,6 +24,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+from .._core import _project
 from .._core._age import parse_max_age
 from .._core._config import check_on_stale, check_on_unplayed, resolve_on_unplayed
 from .._core._exceptions import CacheMiss
@@ -203,6 +204,7 @@ class Session:
     # -- entering and leaving ------------------------------------------------
 
     def __enter__(self) -> Session:
+        _project.recheck()  # a changed [tool.ghostrun] counts from the next session on
         self._deck.enter()
         _context_stack.set((*_context_stack.get(), self))
         with _global_lock:

@@ -79,10 +79,25 @@ class Trajectory(TypedDict):
 
 
 def trajectory_path(cassette_dir: str | os.PathLike[str], test: str) -> Path:
-    """Where the trajectory of ``test`` lives: a readable, collision-free file name."""
+    """Where the trajectory of ``test`` lives: a readable, collision-free file name.
+
+    Kept per directory and test: every replayed session looks its file up once.
+    """
+    try:
+        return _paths[cassette_dir, test]
+    except (KeyError, TypeError):  # TypeError: a path-like object that cannot be hashed
+        pass
     readable = _UNSAFE.sub("_", test.replace("::", "--")).strip("._-")[:_MAX_STEM]
     digest = hashlib.sha256(test.encode()).hexdigest()[:8]
-    return Path(cassette_dir) / TRAJECTORIES / f"{readable or 'test'}-{digest}.json"
+    path = Path(cassette_dir) / TRAJECTORIES / f"{readable or 'test'}-{digest}.json"
+    if len(_paths) >= _KEPT_PATHS:
+        _paths.clear()
+    _paths[cassette_dir, test] = path
+    return path
+
+
+_paths: dict[tuple[str | os.PathLike[str], str], Path] = {}
+_KEPT_PATHS = 4096
 
 
 def load_trajectory(path: str | os.PathLike[str]) -> Trajectory | None:
