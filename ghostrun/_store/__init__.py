@@ -8,6 +8,7 @@
     _validate     the one loader of every versioned file: cassettes, verdicts, run logs
     _render       a stored body as lines, to diff
     _inventory    which files are ghostrun's, for ``check`` and ``prune``
+    _check        ``check`` and ``prune`` as functions: what a run left unused; what is too old
 
 May import: `_core`, `_wire`, `_secrets`.
 """

@@ -1,8 +1,9 @@
 """Validation on read: every file ghostrun uses is checked against its schema first.
 
-One loader, `load`, for the four kinds of versioned file: cassettes
+One loader, `load`, for the five kinds of versioned file: cassettes
 (``<cassette_dir>/<key>.json``), judge verdicts (``judge/<key>.json``), run logs
-(``runs/<name>.json``) and trajectories (``trajectories/<test>.json``). It
+(``runs/<name>.json``), trajectories (``trajectories/<test>.json``) and the
+calibration summary (``calibration/judges.json``). It
 returns the parsed document, or ``None`` when the file does not exist, and
 raises `CassetteError` naming the file and the field for anything else: not
 JSON, ``null``, a wrong shape or type, a value out of range, an unknown format
@@ -17,8 +18,9 @@ keys a body may carry beside it: a new encoding or modifier is one line. A
 format version is read when it is in `READABLE_VERSIONS`.
 
 ``ghostrun prune`` deletes a file only once `load` accepted it (valid, right
-version, key = name); ``ghostrun show`` asks `newer_version` to show a file
-of a newer format as raw JSON with a warning instead of refusing it.
+version, key = name). ``ghostrun show``, which learns a file's kind from its
+content, reads it with `read` and checks it with `check`: a file of a newer
+format raises `NewerFormat`, so show can print it as raw JSON with a warning.
 """
 
 from __future__ import annotations
@@ -49,20 +51,29 @@ __all__ = [
     "READABLE_VERSIONS",
     "Invalid",
     "Kind",
+    "NewerFormat",
     "check",
     "load",
     "newer_version",
+    "read",
     "valid_reason",
 ]
 
-Kind = Literal["cassette", "verdict", "run log", "trajectory"]
-FORMAT_VERSIONS: dict[Kind, int] = {"cassette": 2, "verdict": 1, "run log": 1, "trajectory": 1}
+Kind = Literal["cassette", "verdict", "run log", "trajectory", "calibration summary"]
+FORMAT_VERSIONS: dict[Kind, int] = {
+    "cassette": 2,
+    "verdict": 1,
+    "run log": 1,
+    "trajectory": 1,
+    "calibration summary": 1,
+}
 """The version each kind of file is written with."""
 READABLE_VERSIONS: dict[Kind, tuple[int, ...]] = {
     "cassette": (1, 2),  # version 1 is version 2 without body modifiers (`_cassette`)
     "verdict": (1,),
     "run log": (1,),
     "trajectory": (1,),
+    "calibration summary": (1,),
 }
 """The versions read (a newer ghostrun may still read an older format)."""
 _OUTCOMES = ("passed", "failed", "error", "skipped")
@@ -72,12 +83,14 @@ _FIX: dict[Kind, str] = {
     "verdict": "Delete it and re-grade with GHOSTRUN_MODE=record.",
     "run log": "Delete it and run the tests again.",
     "trajectory": "Delete it and re-record its test with GHOSTRUN_MODE=record.",
+    "calibration summary": "Delete it and run `ghostrun calibrate` again.",
 }
 _UPGRADE: dict[Kind, str] = {
     "cassette": "upgrade ghostrun, or delete the file and re-record with GHOSTRUN_MODE=record",
     "verdict": "upgrade ghostrun, or delete the file and re-grade with GHOSTRUN_MODE=record",
     "run log": "upgrade ghostrun, or run the tests again",
     "trajectory": "upgrade ghostrun, or delete the file and re-record its test",
+    "calibration summary": "upgrade ghostrun, or delete the file and run `ghostrun calibrate`",
 }
 
 
@@ -94,11 +107,34 @@ class _Version(Exception):
     """An integer format version this ghostrun does not read."""
 
 
+class NewerFormat(CassetteError):
+    """A file of a format version this ghostrun does not read; ``document`` is it, unchecked."""
+
+    def __init__(self, message: str, document: Any, version: int) -> None:
+        super().__init__(message)
+        self.document, self.version = document, version
+
+
 def load(path: str | os.PathLike[str], kind: Kind) -> dict[str, Any] | None:
     """The checked document at ``path``; None only if there is no file there."""
     data = read_bytes(path)
     if data is None:
         return None
+    document = _parse(data, path, kind)
+    # Nesting deeper than the limit needs more brackets than it: counted at C speed, so
+    # nearly every file is spared the walk.
+    deep = data.count(b"{") + data.count(b"[") > LIMITS["json_depth"].value
+    return check(document, path, kind, may_be_deep=deep)
+
+
+def read(path: str | os.PathLike[str], kind: Kind) -> Any:
+    """The JSON value at ``path``, not yet checked (None if there is no file); `load` without
+    `check`, for a reader that learns the kind from the content. ``kind`` names the fix."""
+    data = read_bytes(path)
+    return None if data is None else _parse(data, path, kind)
+
+
+def _parse(data: bytes, path: str | os.PathLike[str], kind: Kind) -> Any:
     if len(data) > LIMITS["file_bytes"].value:
         raise CassetteError(
             f"{kind} {path}: {limit_message('file_bytes', len(data))}. {_FIX[kind]}"
@@ -107,10 +143,7 @@ def load(path: str | os.PathLike[str], kind: Kind) -> dict[str, Any] | None:
         document = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise CassetteError(f"corrupt file {path}: not valid JSON ({exc}). {_FIX[kind]}") from exc
-    # Nesting deeper than the limit needs more brackets than it: counted at C speed, so
-    # nearly every file is spared the walk.
-    deep = data.count(b"{") + data.count(b"[") > LIMITS["json_depth"].value
-    return check(document, path, kind, may_be_deep=deep)
+    return document
 
 
 def check(
@@ -128,9 +161,11 @@ def check(
     try:
         _CHECKS[kind](document, stem)
     except _Version as exc:
-        raise CassetteError(
+        raise NewerFormat(
             f"{kind} {path} has format version {exc}, but this ghostrun reads version "
-            f"{_readable(kind)}: {_UPGRADE[kind]}"
+            f"{_readable(kind)}: {_UPGRADE[kind]}",
+            document,
+            exc.args[0],
         ) from None
     except Invalid as exc:
         raise CassetteError(f"corrupt {kind} {path}: {exc}. {_FIX[kind]}") from None
@@ -663,9 +698,22 @@ def _step(value: Any, where: str) -> None:
             _int(_required(_object(tokens, at), name, at), _child(at, name), 0)
 
 
+# -- the calibration summary ------------------------------------------------------------------
+
+
+def _calibration_summary(document: Any, stem: str) -> None:
+    """``{"version": 1, "judges": {judge: {votes: figures}}}`` (`_judging._calibration`)."""
+    found = _version(document, "calibration summary")
+    judges = _object(_required(found, "judges", ""), "judges")
+    for judge, by_votes in judges.items():
+        for votes, figures in _object(by_votes, _child("judges", judge)).items():
+            _object(figures, _child(_child("judges", judge), votes))
+
+
 _CHECKS: dict[Kind, Callable[[Any, str], None]] = {
     "cassette": _cassette,
     "verdict": _verdict,
     "run log": _run_log,
     "trajectory": _trajectory,
+    "calibration summary": _calibration_summary,
 }
