@@ -18,7 +18,8 @@ from simulator import ProviderSimulator
 
 import ghostrun
 from ghostrun._core._modes import Mode
-from ghostrun._judging._calibrate import agreement, load_cases
+from ghostrun._judging._calibration._cases import load_cases
+from ghostrun._judging._calibration._statistics import agreement
 from ghostrun._judging._judges import OllamaJudge
 from ghostrun._judging._verdicts import grade
 from ghostrun._tools._cli import main

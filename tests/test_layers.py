@@ -54,7 +54,9 @@ TOP_MODULES = {"ghostrun.pytest_plugin": "_integrations", "ghostrun.__main__": "
 # Imports inside a function: only these, each lazy for a reason its module documents.
 LAZY_IMPORTS = {
     ("ghostrun._assertions._expect", "ghostrun._judging._verdicts"): "a judged check only",
-    ("ghostrun._assertions._expect", "ghostrun._judging._calibrate"): "a judged failure only",
+    ("ghostrun._assertions._expect", "ghostrun._judging._calibration._summary"): (
+        "a judged failure only"
+    ),
 }
 
 

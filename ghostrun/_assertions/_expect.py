@@ -224,11 +224,11 @@ class Expectation:
 def _calibration_note(verdict: Verdict) -> list[str]:
     """What the user's calibration says of this judge, when it falls short of their bar.
 
-    ``_calibrate`` is imported only on a judged failure: passing tests never pay for it.
+    ``_summary`` is imported only on a judged failure: passing tests never pay for it.
     """
-    from .._judging import _calibrate
+    from .._judging._calibration import _summary
 
-    note = _calibrate.failure_note(verdict.judge, verdict.votes)
+    note = _summary.failure_note(verdict.judge, verdict.votes)
     return [note] if note else []
 
 

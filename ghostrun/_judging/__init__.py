@@ -4,7 +4,7 @@
     _verdicts     cached verdicts: keys, files, modes
     _criteria     what each judged assertion asks the judge
     _script       what a plain script does when the judge is away
-    _calibrate    grading labelled cases: agreement, flip rates, the summary
+    _calibration/ grading labelled cases: the labels file, agreement, the run, the summary
 
 May import: `_core`, `_wire`, `_secrets`, `_store`, `_recording`.
 """

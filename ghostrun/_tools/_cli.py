@@ -42,7 +42,7 @@ from .._core._modes import Mode
 from .._core._project import ProjectConfigError
 from .._core._version import __version__
 from .._core._words import plural
-from .._judging import _calibrate
+from .._judging._calibration import _cases, _experiment, _export, _render, _summary
 from .._judging._judges import judge_from_spec
 from .._recording import _runlog
 from .._store import _inventory, _validate
@@ -536,7 +536,7 @@ def _calibrate_command(commands: Any, common: argparse.ArgumentParser) -> None:
     )
     calibrate.add_argument("--repeats", type=int, default=1, help="grade each case N times")
     calibrate.add_argument("--mode", choices=[m.value for m in Mode], help="auto, record, replay")
-    calibrate.add_argument("--format", choices=_calibrate.FORMATS, default="table")
+    calibrate.add_argument("--format", choices=_render.FORMATS, default="table")
     calibrate.add_argument(
         "--no-negation", action="store_true", help="skip asking intent cases the opposite way"
     )
@@ -565,9 +565,9 @@ def _run_calibrate(args: argparse.Namespace) -> int:
         raise _UsageError("give a labels file (LABELS), or --from-verdicts DIR to make one")
     directory: Path = args.cassette_dir or settings.resolve_cassette_dir()
     try:
-        cases = _calibrate.load_cases(args.labels)
+        cases = _cases.load_cases(args.labels)
         judge = judge_from_spec(args.judge, args.judge_url)
-        report = _calibrate.calibrate(
+        report = _experiment.calibrate(
             cases,
             judge,
             cassette_dir=directory,
@@ -583,8 +583,8 @@ def _run_calibrate(args: argparse.Namespace) -> int:
         print(f"ghostrun calibrate: {exc}", file=sys.stderr)
         return 2
     if not args.no_save:
-        _calibrate.save(report, directory)
-    _write(args.output, _calibrate.render(report, args.format))
+        _summary.save(report, directory)
+    _write(args.output, _render.render(report, args.format))
     short = [r for r in report.results if not _meets(r.agreement.kappa, args.min_kappa)]
     return 1 if short else 0
 
@@ -595,7 +595,7 @@ def _meets(kappa: float | None, bar: float | None) -> bool:
 
 def _export_verdicts(args: argparse.Namespace) -> int:
     try:
-        rows = _calibrate.export_verdicts(args.from_verdicts)
+        rows = _export.export_verdicts(args.from_verdicts)
     except ValueError as exc:
         raise _UsageError(str(exc)) from None
     ascii_only = args.output is None  # a console may not show every character
