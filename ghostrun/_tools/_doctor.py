@@ -2,18 +2,15 @@
 
 A road whose library lacks the hook ghostrun wraps is left unhooked, and its
 calls to a provider are refused (`UnsupportedLibrary`); this command says so
-before a test does. It asks `_patch.survey`, which checks every road afresh
-and installs nothing. docs/roads.md lists the roads and the versions tested.
+before a test does. The command (`_commands._doctor`) asks `_patch.survey`, which checks every
+road afresh and installs nothing. docs/roads.md lists the roads and the versions tested.
 """
 
 from __future__ import annotations
 
-import argparse
-from collections.abc import Callable
+from .._intercept._patch import RoadState
 
-from .._intercept._patch import RoadState, survey
-
-__all__ = ["render", "run"]
+__all__ = ["render"]
 
 
 def render(states: list[RoadState]) -> str:
@@ -36,10 +33,3 @@ def render(states: list[RoadState]) -> str:
     else:
         lines.append("Every installed road is hooked.")
     return "\n".join(lines)
-
-
-def run(args: argparse.Namespace, out: Callable[[str], None]) -> int:
-    """Print the survey; exit status 1 when an installed road is not hooked."""
-    states = survey()
-    out(render(states))
-    return 1 if any(s.version is not None and not s.hooked for s in states) else 0

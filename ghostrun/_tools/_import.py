@@ -18,15 +18,12 @@ An existing cassette is never replaced without ``force``.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import re
-import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
-from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from .._core._config import settings
@@ -44,7 +41,7 @@ from ._importers._cassetter import looks_like_cassetter, read_cassetter, read_to
 from ._importers._source import Exchange, SourceFile, UnreadableSource
 from ._importers._vcrpy import looks_like_vcrpy, read_document, read_vcrpy
 
-__all__ = ["ImportReport", "attach", "import_paths", "register", "render", "run_command"]
+__all__ = ["SUFFIXES", "ImportReport", "attach", "import_paths", "render"]
 
 SUFFIXES = (".yaml", ".yml", ".json", ".toml", ".yaml.gz", ".yml.gz", ".json.gz")
 _NEVER_STORED = frozenset({401, 403, 407})  # as when recording: a replayed "bad key" misleads
@@ -349,39 +346,3 @@ def render(report: ImportReport) -> str:
 def _safe(text: str) -> str:
     """Control characters of a file's name or content escaped for the terminal."""
     return _CONTROL.sub(lambda m: repr(m.group(0))[1:-1], text)
-
-
-# -- the command ---------------------------------------------------------------------------
-
-
-def register(commands: Any, common: argparse.ArgumentParser, epilog: str) -> None:
-    """Add ``ghostrun import`` to the CLI's subcommands."""
-    summary = "import vcrpy and cassetter cassettes, scrubbed, as if recorded here"
-    parser = commands.add_parser(
-        "import",
-        parents=[common],
-        help=summary,
-        description=(
-            f"{summary}. PATH is a cassette file or a directory searched for them "
-            f"({', '.join(SUFFIXES)}). An existing ghostrun cassette is never replaced "
-            "without --force. Exit status 1 when a file could not be read or nothing "
-            "was imported."
-        ),
-        epilog=epilog,
-    )
-    parser.add_argument("paths", nargs="+", metavar="PATH", type=Path)
-    parser.add_argument("--dry-run", action="store_true", help="report, write nothing")
-    parser.add_argument("--force", action="store_true", help="replace existing cassettes")
-    parser.set_defaults(run=run_command)
-
-
-def run_command(args: argparse.Namespace) -> int:
-    directory: Path = args.cassette_dir or settings.resolve_cassette_dir()
-    missing = [str(p) for p in args.paths if not p.exists()]
-    if missing:
-        print(f"ghostrun import: no such file or directory: {', '.join(missing)}", file=sys.stderr)
-        return 2
-    report = import_paths(args.paths, directory, dry_run=args.dry_run, force=args.force)
-    sys.stdout.write(render(report) + "\n")
-    unread = any(f.error is not None for f in report.files)
-    return 1 if unread or not report.imported else 0

@@ -1,0 +1,64 @@
+"""``ghostrun review [BEFORE] [AFTER]``: what a prompt change did (`_tools._review`)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..._recording import _runlog
+from .. import _review
+from ._args import PRICES_HELP, Subparsers, UsageError, add_command, cassette_dir, prices
+from ._console import out
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(subparsers: Subparsers) -> None:
+    parser = add_command(
+        subparsers,
+        "review",
+        run,
+        "what a prompt change did: the requests, answers and verdicts that changed, per test",
+        "BEFORE and AFTER are git revisions or directories; BEFORE defaults to HEAD and AFTER "
+        "to the cassette directory as it is now (run the tests, re-recording, first). With "
+        "--runs they name two run snapshots of the cassette directory instead. Each new "
+        "cassette is paired with the one it replaced, by test and endpoint, else by the "
+        "closest body. Exit status 1 when a verdict went from PASS to FAIL.",
+    )
+    parser.add_argument("before", nargs="?", metavar="BEFORE", help="default: HEAD")
+    parser.add_argument("after", nargs="?", metavar="AFTER", help="default: the directory now")
+    parser.add_argument("--runs", action="store_true", help="BEFORE and AFTER are run snapshots")
+    parser.add_argument(
+        "--run", dest="run_name", default=_runlog.LAST, metavar="NAME", help="the run log to read"
+    )
+    parser.add_argument("--format", choices=_review.FORMATS, default="text")
+    parser.add_argument("--prices", type=Path, metavar="FILE", help=PRICES_HELP)
+
+
+def run(args: argparse.Namespace) -> int:
+    directory = cassette_dir(args)
+    try:
+        if args.runs:
+            if not (args.before and args.after):
+                raise UsageError("--runs compares two run snapshots: name BEFORE and AFTER")
+            before = _review.state_from_dir(directory, args.before, f"run {args.before}")
+            after = _review.state_from_dir(directory, args.after, f"run {args.after}")
+        else:
+            before = _state(args.before or "HEAD", directory, args.run_name)
+            after = (
+                _state(args.after, directory, args.run_name)
+                if args.after
+                else _review.state_from_dir(directory, args.run_name, "now")
+            )
+    except _review.ReviewError as exc:
+        raise UsageError(str(exc)) from None
+    found = _review.review(before, after, prices(args))
+    out(_review.render(found, args.format))
+    return 1 if found.regressions else 0
+
+
+def _state(where: str, directory: Path, run: str) -> _review.State:
+    """A directory on disk, or ``directory`` at a git revision."""
+    if Path(where).is_dir():
+        return _review.state_from_dir(Path(where), run)
+    return _review.state_from_git(where, directory, run)
