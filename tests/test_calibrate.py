@@ -376,6 +376,33 @@ def test_an_uncalibrated_judge_under_a_bar_says_how_to_measure_it(
     assert "has no calibration in" in message and "ghostrun calibrate LABELS" in message
 
 
+@pytest.mark.parametrize(
+    ("summary", "problem"),
+    [
+        ({"version": 9, "judges": {}}, "has format version 9, but this ghostrun reads version 1"),
+        (
+            {"version": 1, "judges": {"j": {"1": 0.5}}},
+            "judges.j.1: expected an object, got float 0.5",
+        ),
+    ],
+)
+def test_a_damaged_summary_is_named_by_the_one_loader(
+    provider: ProviderSimulator,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    summary: dict[str, Any],
+    problem: str,
+) -> None:
+    path = tmp_path / "c" / "calibration" / "judges.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(summary))
+    monkeypatch.setenv("GHOSTRUN_MIN_JUDGE_KAPPA", "0.7")
+    message = failure_message(provider, tmp_path / "c")
+    assert "judge calibration: " in message and f"calibration summary {path}" in message
+    assert problem in message
+    assert path.read_text() == json.dumps(summary)  # never overwritten
+
+
 def test_the_bar_is_checked_when_set() -> None:
     with pytest.raises(ValueError, match="min_judge_kappa must be a number from -1 to 1"):
         ghostrun.configure(min_judge_kappa=2)

@@ -410,3 +410,51 @@ def test_a_partial_run_of_one_test_says_1_test() -> None:
 
     run = {"tests": {"t": {}}, "previous": {"tests": 5, "finished": "earlier"}}
     assert partial_run(run) == ["it ran 1 test, the run before it (finished earlier) 5"]
+
+
+# -- check and prune as library functions, without argparse ----------------------------------
+
+
+def test_check_returns_what_the_run_left_unused_and_prune_deletes_it(
+    provider: ProviderSimulator, cassette_dir: Path
+) -> None:
+    from ghostrun._store import _check
+
+    with ghostrun.session(cassette_dir=cassette_dir, hosts=LOOPBACK, mode="auto"):
+        httpx.post(provider.url("/v1/chat/completions"), json={"model": "m"})
+    (stale,) = cassette_dir.glob("*.json")
+    shutil.rmtree(cassette_dir / "trajectories", ignore_errors=True)  # a trajectory keeps it
+    miss = {"test": "t", "message": "ghostrun: no recording for POST"}
+    run = {"version": 1, "tests": {"t": {}}, "cassettes_used": [], "verdicts_used": []}
+    run.update(misses=[miss], previous={"tests": 3, "finished": "earlier"})
+
+    found = _check.check(cassette_dir, run)
+    assert found.cassettes == [stale] and found.verdicts == [] and found.files == [stale]
+    assert found.misses == [miss] and found.verdicts_checked
+    assert found.partial == ["it ran 1 test, the run before it (finished earlier) 3"]
+    assert _check.prune(found) == 1 and not stale.exists()
+    assert _check.check(cassette_dir, {**run, "cassettes_used": []}).files == []
+
+
+def test_check_names_a_damaged_cassette_rather_than_listing_it(tmp_path: Path) -> None:
+    from ghostrun._store import _check
+
+    damaged = tmp_path / f"{'a' * 32}.json"
+    damaged.write_text('{"version": 2, "key": "' + "a" * 32 + '"}')
+    run = {"version": 1, "tests": {}, "cassettes_used": [], "verdicts_used": []}
+    with pytest.raises(ghostrun.CassetteError) as info:
+        _check.check(tmp_path, run)
+    assert str(damaged) in str(info.value) and "request: missing" in str(info.value)
+    assert damaged.exists()
+
+
+def test_check_older_than_is_a_library_function_too(
+    provider: ProviderSimulator, cassette_dir: Path
+) -> None:
+    from ghostrun._store import _check
+
+    with ghostrun.session(cassette_dir=cassette_dir, hosts=LOOPBACK, mode="auto"):
+        httpx.post(provider.url("/v1/chat/completions"), json={"model": "m"})
+    assert _check.older_than(cassette_dir, "90d") == ([], 0)  # recorded today
+    with pytest.raises(ValueError, match="max_age"):
+        _check.older_than(cassette_dir, "soon")
