@@ -180,8 +180,10 @@ def test_text_output_sends_no_control_sequence_to_the_terminal(
 
 
 def test_the_renderers_themselves_are_safe_without_the_cli(runs: tuple[Path, Path]) -> None:
-    from ghostrun._tools import _review
+    from ghostrun._tools._review._compare import review
+    from ghostrun._tools._review._render import render
+    from ghostrun._tools._review._states import state_from_dir
 
-    found = _review.review(_review.state_from_dir(runs[0]), _review.state_from_dir(runs[1]))
+    found = review(state_from_dir(runs[0]), state_from_dir(runs[1]))
     for fmt in ("text", "markdown"):
-        assert "\x1b" not in _review.render(found, fmt)
+        assert "\x1b" not in render(found, fmt)

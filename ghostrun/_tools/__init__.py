@@ -4,7 +4,7 @@
     _commands/    one module per command: its arguments, and how it shows what it found
     _diff         two run logs compared: regressions, drift
     _show         a cassette, readable
-    _review       what changed in a branch's cassettes and verdicts
+    _review/      what changed in a branch's cassettes and verdicts: states, pairing, output
     _report       the review as one HTML file
     _doctor       each road's library: version, hooked or why not
     _tokens       tokens per test and per step, and their cost from the user's price table

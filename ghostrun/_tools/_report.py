@@ -19,7 +19,8 @@ from typing import Any
 import orjson
 
 from .._secrets._redact import scrub_text
-from ._review import answer_lines, verdict_changes
+from ._review._answers import answer_lines
+from ._review._verdicts import verdict_changes
 from ._tokens import Prices, usage
 
 __all__ = ["render_report", "request_messages"]

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from ..._core._files import write_atomic
 from ..._recording import _runlog
-from .. import _report, _review
+from .. import _report
+from .._review._states import state_from_dir
 from ._args import PRICES_HELP, Subparsers, add_command, cassette_dir, prices, run_path
 
 __all__ = ["add_parser", "run"]
@@ -37,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     runs = _runlog.runs_dir(directory)
     run_log = _runlog.load_run(run_path(runs, args.run_name))
     base = _runlog.load_run(run_path(runs, args.base)) if args.base else None
-    state = _review.state_from_dir(directory)
+    state = state_from_dir(directory)
     output: Path = args.output or runs / "report.html"
     page = _report.render_report(run_log, state.cassettes, base, state.trajectories, prices(args))
     root = None if args.output else directory  # runs/ may not be a link: refused

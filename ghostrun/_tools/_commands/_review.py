@@ -6,7 +6,9 @@ import argparse
 from pathlib import Path
 
 from ..._recording import _runlog
-from .. import _review
+from .._review._compare import review
+from .._review._render import FORMATS, render
+from .._review._states import ReviewError, State, state_from_dir, state_from_git
 from ._args import PRICES_HELP, Subparsers, UsageError, add_command, cassette_dir, prices
 from ._console import out
 
@@ -31,7 +33,7 @@ def add_parser(subparsers: Subparsers) -> None:
     parser.add_argument(
         "--run", dest="run_name", default=_runlog.LAST, metavar="NAME", help="the run log to read"
     )
-    parser.add_argument("--format", choices=_review.FORMATS, default="text")
+    parser.add_argument("--format", choices=FORMATS, default="text")
     parser.add_argument("--prices", type=Path, metavar="FILE", help=PRICES_HELP)
 
 
@@ -41,24 +43,24 @@ def run(args: argparse.Namespace) -> int:
         if args.runs:
             if not (args.before and args.after):
                 raise UsageError("--runs compares two run snapshots: name BEFORE and AFTER")
-            before = _review.state_from_dir(directory, args.before, f"run {args.before}")
-            after = _review.state_from_dir(directory, args.after, f"run {args.after}")
+            before = state_from_dir(directory, args.before, f"run {args.before}")
+            after = state_from_dir(directory, args.after, f"run {args.after}")
         else:
             before = _state(args.before or "HEAD", directory, args.run_name)
             after = (
                 _state(args.after, directory, args.run_name)
                 if args.after
-                else _review.state_from_dir(directory, args.run_name, "now")
+                else state_from_dir(directory, args.run_name, "now")
             )
-    except _review.ReviewError as exc:
+    except ReviewError as exc:
         raise UsageError(str(exc)) from None
-    found = _review.review(before, after, prices(args))
-    out(_review.render(found, args.format))
+    found = review(before, after, prices(args))
+    out(render(found, args.format))
     return 1 if found.regressions else 0
 
 
-def _state(where: str, directory: Path, run: str) -> _review.State:
+def _state(where: str, directory: Path, run: str) -> State:
     """A directory on disk, or ``directory`` at a git revision."""
     if Path(where).is_dir():
-        return _review.state_from_dir(Path(where), run)
-    return _review.state_from_git(where, directory, run)
+        return state_from_dir(Path(where), run)
+    return state_from_git(where, directory, run)
