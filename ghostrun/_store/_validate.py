@@ -54,7 +54,6 @@ __all__ = [
     "NewerFormat",
     "check",
     "load",
-    "newer_version",
     "read",
     "valid_reason",
 ]
@@ -171,16 +170,6 @@ def check(
         raise CassetteError(f"corrupt {kind} {path}: {exc}. {_FIX[kind]}") from None
     result: dict[str, Any] = document
     return result
-
-
-def newer_version(document: Any, kind: Kind) -> int | None:
-    """The format version of ``document`` if it is an integer this ghostrun does not read."""
-    if not isinstance(document, dict):
-        return None
-    version = document.get("version")
-    if isinstance(version, bool) or not isinstance(version, int):
-        return None
-    return None if version in READABLE_VERSIONS[kind] else version
 
 
 def _readable(kind: Kind) -> str:
