@@ -24,7 +24,6 @@ __all__ = [
     "UsageError",
     "add_command",
     "cassette_dir",
-    "first_line",
     "last_run",
     "no_cassette_dir",
     "prices",
@@ -129,7 +128,3 @@ def prices(args: argparse.Namespace) -> _tokens.Prices | None:
         return _tokens.load_prices(args.prices)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-
-
-def first_line(text: str) -> str:
-    return text.strip().splitlines()[0] if text.strip() else ""

@@ -12,7 +12,7 @@ from pathlib import Path
 from ..._core._age import today
 from ..._core._words import plural
 from ..._store import _check, _validate
-from ._args import Subparsers, UsageError, add_command, cassette_dir, first_line, last_run
+from ._args import Subparsers, UsageError, add_command, cassette_dir, last_run
 from ._console import out
 
 __all__ = ["add_parser", "list_unused", "run", "warn_partial"]
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     if misses:
         out(f"\n{plural(len(misses), 'miss', 'misses')} (requests or verdicts not recorded):")
         for miss in misses:
-            out(f"  {miss['test']}: {first_line(miss['message'])}")
+            out(f"  {miss['test']}: {_first_line(miss['message'])}")
     if not found.verdicts_checked:
         out("\nverdicts not checked: the last run did not report which judge verdicts it used")
     if found.files or misses:
@@ -120,7 +120,11 @@ def _describe_cassette(path: Path) -> str:
 
 def _describe_verdict(path: Path) -> str:
     criterion = str((_validate.load(path, "verdict") or {}).get("criterion", "?"))
-    return repr(first_line(criterion)[:80])
+    return repr(_first_line(criterion)[:80])
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else ""
 
 
 def _run_older_than(directory: Path, age: str) -> int:

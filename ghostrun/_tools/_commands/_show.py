@@ -32,7 +32,7 @@ def add_parser(subparsers: Subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     path = _find(args.target, args)
-    document = _validate.read(path, "cassette")
+    document = _validate.read(path, "cassette")  # its kind unknown yet: a cassette's fix
     kind = _show.kind_of(path, document)
     if kind is None:
         raise UsageError(f"{path} is neither a ghostrun cassette nor a judge verdict")
