@@ -66,7 +66,8 @@ from typing import Any
 
 from .._core._exceptions import UnlistedHostWarning
 from .._core._modes import Mode
-from .._recording._deck import Deck, RequestInfo
+from .._recording._deck import Deck
+from .._recording._request import RequestInfo
 from .._recording._session import bypass_interception, current_deck, passing_through
 from .._secrets._credentials import is_credential_header
 from .._store._cassette import Recording
@@ -113,16 +114,16 @@ def route(host: str, port: int | None, url: object = None) -> Deck | None:
         return None
     if found.matcher(host, port) or (found.hops and found.hops.expects(host, port)):
         return found  # a listed host, or a redirect hop (``_recording._hops``)
-    found.passed_through += 1
-    if url is not None and not found.warned_unlisted:
+    counts = found.counts
+    counts.pass_through()
+    if url is not None and not counts.warned_unlisted:
         _warn_if_llm_call(found, host, port, str(url))
     return None
 
 
 def _warn_if_llm_call(deck: Deck, host: str, port: int | None, url: str) -> None:
-    if not _LLM_CALL.search(url.split("?", 1)[0]):
+    if not _LLM_CALL.search(url.split("?", 1)[0]) or not deck.counts.warn_unlisted():
         return
-    deck.warned_unlisted = True
     listed = f"{host}:{port}" if port is not None else host
     warnings.warn(
         f"ghostrun: {url.split('?', 1)[0]} looks like an LLM API call, but {listed} is not a "
@@ -170,7 +171,7 @@ class Exchange:
         answer = self.telemetry
         if answer is not None:
             if self.deck.mode is Mode.RECORD:
-                self.deck.passed_through += 1
+                self.deck.counts.pass_through()
                 return None
             return Recording(answer[0], list(answer[1]), answer[2])
         recording = self.deck.plan(self.info)
