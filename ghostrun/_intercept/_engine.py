@@ -3,10 +3,10 @@
 An adapter (``_httpx``, ``_aiohttp``, ``_urllib3``, ...) only converts: its
 library's request into the engine's terms, and the engine's `Recording` back
 into its library's response. It decides nothing. The engine does no network
-I/O and imports no HTTP library; the cassette store (`Deck.plan`,
-`Deck.commit`, ``_cassette``) is a separate piece it calls: the governing
-session's deck (``.._recording._deck``). How an adapter uses it, whatever the
-library::
+I/O and imports no HTTP library; the cassette store is a separate piece it
+reaches through the governing session's deck (``.._recording._deck``:
+`Deck.plan`, `Deck.commit`), which counts what it does too (`Deck.counts`).
+How an adapter uses it, whatever the library::
 
     deck = route(host, port, url)          # the hot path: None = not ours
     if deck is None:

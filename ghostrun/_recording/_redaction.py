@@ -80,6 +80,16 @@ class EntryRedactor:
         }
         secrets = collect_secrets(info.headers, info.query)
         entry = redact_entry(entry, secrets)
+        if self.hook is None:
+            return entry
+        return redact_entry(self.run_hook(entry), secrets)  # the hook may not reintroduce one
+
+    def run_hook(self, entry: dict[str, Any]) -> Any:
+        """``entry`` as the user's hook leaves it, what it changed learnt for the run logs.
+
+        Every file the session writes goes through here (DESIGN §4): HTTP entries,
+        and each WebSocket frame (``_intercept._wslink``). Only with a hook.
+        """
         redact = self.hook
         if redact is None:
             return entry
@@ -87,4 +97,4 @@ class EntryRedactor:
         scrubbed = redact(entry)  # returns the entry, or None if it edited in place
         entry = entry if scrubbed is None else scrubbed
         learn_hook_edits(before, entry, self.hook_edits)  # runs/ shows what the cassette does
-        return redact_entry(entry, secrets)  # the hook may not reintroduce a secret
+        return entry
