@@ -9,20 +9,11 @@ used, their trail, what the user's hook edited). A tape deck plays cassettes
 and records onto them; so does this.
 
 The deck decides nothing itself and touches no file: it wires its session's
-collaborators and carries out what they say.
-
-    _settings     the arguments, resolved afresh each time the session is entered anew
-    _request      a request's parts and its match key
-    _decide       replay, send or miss: a pure function of the mode, the run and the cursor
-    _cassettes    the files: reading a key's run, locked writes, the per-key cursors
-    _redaction    the entry written: credentials masked, the user's hook run
-    _miss         the message a miss carries
-    _counts       what the session did, counted under one lock
-    _closing      what its last exit settles: swallowed misses, failed writes, warnings
-
-It publishes its entries, exits and closes to the layers that `subscribe`:
-interception installs its hooks while any session is open, the run log saves
-each one's use; this module imports neither.
+collaborators (`_settings`, `_decide`, `_cassettes`, `_redaction`, `_miss`,
+`_counts`, `_closing`: ``_recording/__init__`` says what each holds) and
+carries out what they say. It publishes its entries, exits and closes to the
+layers that `subscribe`: interception installs its hooks while any session is
+open, the run log saves each one's use; this module imports neither.
 """
 
 from __future__ import annotations
