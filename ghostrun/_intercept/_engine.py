@@ -112,7 +112,7 @@ def route(host: str, port: int | None, url: object = None) -> Deck | None:
     found = current_deck()
     if found is None:
         return None
-    if found.matcher(host, port) or (found.hops and found.hops.expects(host, port)):
+    if found.settings.matcher(host, port) or (found.hops and found.hops.expects(host, port)):
         return found  # a listed host, or a redirect hop (``_recording._hops``)
     counts = found.counts
     counts.pass_through()
@@ -160,7 +160,7 @@ class Exchange:
         self.deck = deck
         self.parts = url_parts
         self.hop = deck.hops.take(*url_parts[:3]) if deck.hops else None
-        self.telemetry = deck.telemetry(url_parts[1], url_parts[2], url_parts[3])
+        self.telemetry = deck.settings.telemetry(url_parts[1], url_parts[2], url_parts[3])
         self.info: RequestInfo = deck.describe(method, url_parts, headers, body)
 
     def replay(self) -> Recording | None:
@@ -176,7 +176,8 @@ class Exchange:
             return Recording(answer[0], list(answer[1]), answer[2])
         recording = self.deck.plan(self.info)
         if recording is not None:
-            self._note(recording.status, recording.headers, self.deck.mode is Mode.REPLAY)
+            replayed = self.deck.settings.mode is Mode.REPLAY
+            self._note(recording.status, recording.headers, replayed)
         return recording
 
     def foreign_credentials(self, names: Iterable[str]) -> list[str]:

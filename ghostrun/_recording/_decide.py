@@ -16,7 +16,7 @@ reads the run before (`_cassettes`) and carries the decision out after.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from .._core._age import is_stale
 from .._core._modes import Mode
@@ -25,28 +25,26 @@ from .._store._cassette import Recording
 __all__ = ["MISS", "SEND", "Decision", "Miss", "Replay", "Send", "decide"]
 
 
-@dataclass(frozen=True, slots=True)
-class Replay:
-    """Hand back ``reply``, the response at ``index`` of the key's run."""
+class Replay(NamedTuple):
+    """Hand back ``reply``, the response at ``at`` of the key's run."""
 
     reply: Recording
-    index: int  # the cursor's place in the run (past its end in replay: the last is replayed)
+    at: int  # the cursor's place in the run (past its end in replay: the last is replayed)
     stale_on: str | None = None  # replay mode: the day of a reply older than max_age, to say
 
 
-@dataclass(frozen=True, slots=True)
-class Send:
+class Send(NamedTuple):
     """Send the request for real (and record what comes back)."""
 
     stale_from: int | None = None  # auto: the run's responses from here on are recorded anew
 
 
-@dataclass(frozen=True, slots=True)
-class Miss:
+class Miss(NamedTuple):
     """Replay mode, and nothing recorded to answer with: a `CacheMiss`."""
 
 
 Decision = Replay | Send | Miss
+"""Values (named tuples: one is made per request, and a tuple is made fastest)."""
 SEND = Send()
 MISS = Miss()
 

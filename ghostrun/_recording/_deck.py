@@ -18,6 +18,7 @@ open, the run log saves each one's use; this module imports neither.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -104,7 +105,6 @@ class Deck:
         # setting in the environment still fails here, where the session is written.
         check(arguments)
         self.arguments = arguments
-        self._settings: Settings | None = None
         self.counts = Counts()
         self.store = Cassettes()
         self.redactor = EntryRedactor(arguments.redact)
@@ -119,15 +119,17 @@ class Deck:
 
     # -- its settings, as last resolved ------------------------------------------------
 
-    @property
+    @functools.cached_property
     def settings(self) -> Settings:
-        """As resolved when the session was last entered; read before that, resolved now."""
-        found = self._settings
-        return self._resolve() if found is None else found
+        """As resolved when the session was last entered; read before that, resolved now.
+
+        Once resolved, a plain attribute: the hot path reads it several times a request.
+        """
+        return self._resolve()
 
     def _resolve(self) -> Settings:
         """Read mode, directory and hosts afresh, and start the cursors anew."""
-        settings = self._settings = resolve(self.arguments)
+        settings = self.settings = resolve(self.arguments)
         self.store.reset(settings)
         self.closing.take()
         self.counts.entered()
@@ -156,7 +158,7 @@ class Deck:
         self._adopt(self.settings._replace(name=name))
 
     def _adopt(self, settings: Settings) -> None:
-        self._settings = settings
+        self.settings = settings
         self.store.adopt(settings)
 
     @property
@@ -302,7 +304,7 @@ class Deck:
             return None
 
     def _replay(self, info: RequestInfo, decision: Replay) -> Recording:
-        key, index, reply = info.key, decision.index, decision.reply
+        key, index, reply = info.key, decision.at, decision.reply
         self.store.advance(key, index)
         if decision.stale_on is not None:
             self.closing.stale(self.store.path(key), decision.stale_on)
