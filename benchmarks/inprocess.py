@@ -128,7 +128,7 @@ def _steps(lib: Any, prebuilt: Callable[[Any], Any], session: Any) -> dict[str, 
         return engine.Exchange(self.deck, *describe, request.read()).info.key
 
     def path(self: Any, request: Any) -> str:
-        return self.deck._prefix + key(self, request) + ".json"
+        return self.deck.store.path(key(self, request))
 
     def decoded(self: Any, request: Any) -> Any:
         (recording,) = (cassette.read_run(path(self, request), self.deck.name) or ("", []))[1]

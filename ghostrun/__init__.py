@@ -35,8 +35,8 @@ from ._core._modes import Mode
 from ._core._version import __version__
 from ._intercept import _guard, _patch
 from ._recording import _deck, _runlog
-from ._recording._deck import Redactor
 from ._recording._session import Session, session
+from ._recording._settings import Redactor
 
 if TYPE_CHECKING:
     from ._assertions._expect import Expectation, ExpectationFailed, expect, expect_tool_calls

@@ -317,7 +317,7 @@ def test_each_task_is_guarded_by_its_own_session(listener: Listener, cassette_di
             with pytest.raises(ghostrun.CacheMiss) as info:
                 await asyncio.open_connection("localhost", listener.port)
             session.misses.clear()  # checked below, not raised again at exit
-            session._deck._unraised.clear()
+            session._deck.closing.owed.unraised.clear()
         return info.value
 
     async def both() -> BaseException:

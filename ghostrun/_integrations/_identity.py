@@ -22,7 +22,7 @@ import os
 import sys
 from pathlib import Path
 
-from .._recording._deck import current_test_id
+from .._recording._settings import current_test_id
 
 __all__ = ["node_id", "project_root"]
 

@@ -3,10 +3,10 @@
 An adapter (``_httpx``, ``_aiohttp``, ``_urllib3``, ...) only converts: its
 library's request into the engine's terms, and the engine's `Recording` back
 into its library's response. It decides nothing. The engine does no network
-I/O and imports no HTTP library; the cassette store (`Deck.plan`,
-`Deck.commit`, ``_cassette``) is a separate piece it calls: the governing
-session's deck (``.._recording._deck``). How an adapter uses it, whatever the
-library::
+I/O and imports no HTTP library; the cassette store is a separate piece it
+reaches through the governing session's deck (``.._recording._deck``:
+`Deck.plan`, `Deck.commit`), which counts what it does too (`Deck.counts`).
+How an adapter uses it, whatever the library::
 
     deck = route(host, port, url)          # the hot path: None = not ours
     if deck is None:
@@ -66,7 +66,8 @@ from typing import Any
 
 from .._core._exceptions import UnlistedHostWarning
 from .._core._modes import Mode
-from .._recording._deck import Deck, RequestInfo
+from .._recording._deck import Deck
+from .._recording._request import RequestInfo
 from .._recording._session import bypass_interception, current_deck, passing_through
 from .._secrets._credentials import is_credential_header
 from .._store._cassette import Recording
@@ -111,18 +112,18 @@ def route(host: str, port: int | None, url: object = None) -> Deck | None:
     found = current_deck()
     if found is None:
         return None
-    if found.matcher(host, port) or (found.hops and found.hops.expects(host, port)):
+    if found.settings.matcher(host, port) or (found.hops and found.hops.expects(host, port)):
         return found  # a listed host, or a redirect hop (``_recording._hops``)
-    found.passed_through += 1
-    if url is not None and not found.warned_unlisted:
+    counts = found.counts
+    counts.pass_through()
+    if url is not None and not counts.warned_unlisted:
         _warn_if_llm_call(found, host, port, str(url))
     return None
 
 
 def _warn_if_llm_call(deck: Deck, host: str, port: int | None, url: str) -> None:
-    if not _LLM_CALL.search(url.split("?", 1)[0]):
+    if not _LLM_CALL.search(url.split("?", 1)[0]) or not deck.counts.warn_unlisted():
         return
-    deck.warned_unlisted = True
     listed = f"{host}:{port}" if port is not None else host
     warnings.warn(
         f"ghostrun: {url.split('?', 1)[0]} looks like an LLM API call, but {listed} is not a "
@@ -159,7 +160,7 @@ class Exchange:
         self.deck = deck
         self.parts = url_parts
         self.hop = deck.hops.take(*url_parts[:3]) if deck.hops else None
-        self.telemetry = deck.telemetry(url_parts[1], url_parts[2], url_parts[3])
+        self.telemetry = deck.settings.telemetry(url_parts[1], url_parts[2], url_parts[3])
         self.info: RequestInfo = deck.describe(method, url_parts, headers, body)
 
     def replay(self) -> Recording | None:
@@ -170,12 +171,13 @@ class Exchange:
         answer = self.telemetry
         if answer is not None:
             if self.deck.mode is Mode.RECORD:
-                self.deck.passed_through += 1
+                self.deck.counts.pass_through()
                 return None
             return Recording(answer[0], list(answer[1]), answer[2])
         recording = self.deck.plan(self.info)
         if recording is not None:
-            self._note(recording.status, recording.headers, self.deck.mode is Mode.REPLAY)
+            replayed = self.deck.settings.mode is Mode.REPLAY
+            self._note(recording.status, recording.headers, replayed)
         return recording
 
     def foreign_credentials(self, names: Iterable[str]) -> list[str]:

@@ -19,7 +19,8 @@ from types import ModuleType
 from typing import Any
 
 from .._core._exceptions import UnsupportedLibrary
-from .._recording._deck import Deck, LazyHeaders
+from .._recording._deck import Deck
+from .._recording._request import LazyHeaders
 from .._secrets._redact import Frozen
 from .._store._cassette import Recording
 from ._engine import Exchange, Tape, is_stream, route

@@ -27,7 +27,6 @@ deck (``.._recording._deck``) keeps the counts and the per-key cursors.
 
 from __future__ import annotations
 
-import copy
 import difflib
 import os
 import threading
@@ -41,7 +40,6 @@ from .._core._files import dump_json, ensure_dir, write_atomic
 from .._core._lock import cassette_lock
 from .._core._modes import Mode
 from .._recording._deck import Deck
-from .._secrets._redact import learn_hook_edits
 from .._store import _validate
 from .._store._keys import canonical_url
 from .._store._render import render_body
@@ -133,9 +131,8 @@ def hooked(deck: Deck, url: str, event: dict[str, Any], secrets: frozenset[str])
     every file ghostrun writes). The hook sees a frame as it sees an HTTP exchange: a client
     frame as the request's body, a server frame as the response's. What it changes is learnt
     for the run log, and no secret it puts back is kept."""
-    redact = deck.arguments.redact
     side = "client" if "client" in event else "server" if "server" in event else None
-    if redact is None or side is None:
+    if deck.redactor.hook is None or side is None:
         return event
     part = "request" if side == "client" else "response"
     entry: dict[str, Any] = {
@@ -143,10 +140,7 @@ def hooked(deck: Deck, url: str, event: dict[str, Any], secrets: frozenset[str])
         "response": {"status": 101, "headers": {}},
     }
     entry[part]["body"] = event[side]
-    before = copy.deepcopy(entry)
-    result = redact(entry)
-    entry = entry if result is None else result
-    learn_hook_edits(before, entry, deck.hook_edits)
+    entry = deck.redactor.run_hook(entry)
     frame = entry.get(part, {}).get("body") if isinstance(entry, dict) else None
     try:
         decode_frame(frame)

@@ -25,23 +25,41 @@ from urllib.parse import urlsplit
 import orjson
 
 from .._core._config import mode_source
-from .._core._exceptions import CassetteError
+from .._core._exceptions import CacheMiss, CassetteError
 from .._core._normalize import BUILTINS, Normalizer, normalizer
 from .._core._safe_text import terminal
+from .._secrets._redact import request_secrets, scrub_text
 from .._store._keys import remove_field
 from .._store._render import render_body
 from .._store._trajectory import StepRecord, load_trajectory, trajectory_path
+from ._request import RequestInfo
 from ._steps import request_messages, settled
 from ._trajectory import test_identity
 
 if TYPE_CHECKING:
-    from ._deck import Deck, RequestInfo
+    from ._deck import Deck
 
-__all__ = ["describe_miss"]
+__all__ = ["describe_miss", "forbidden", "replay_miss"]
 
 _MAX_DIFF_LINES = 60
 _MAX_CANDIDATES = 2000
 _GIT_TIMEOUT = 0.5  # a miss must reach the test in well under 2 s (DESIGN §3)
+
+
+def replay_miss(info: RequestInfo, deck: Deck) -> CacheMiss:
+    """The miss for a request replay mode has no recording of, its message scrubbed."""
+    request_secrets(info)  # remembered: the message, and run logs, are scrubbed of them
+    message = describe_miss(info, deck, deck.ignore)
+    return CacheMiss(scrub_text(message, edits=deck.hook_edits))
+
+
+def forbidden(what: str, name: str | None) -> CacheMiss:
+    """The miss for traffic that cannot be recorded at all, refused in replay mode."""
+    return CacheMiss(
+        f"ghostrun: replay mode never touches the network, and {what} cannot be "
+        f"recorded or replayed (session {name or '(unnamed)'}). Run this test "
+        "with GHOSTRUN_MODE=auto against the real provider, or keep it out of replay."
+    )
 
 
 def describe_miss(info: RequestInfo, deck: Deck, ignore: Sequence[tuple[str, ...]]) -> str:

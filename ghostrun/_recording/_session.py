@@ -32,7 +32,8 @@ from .._core._modes import Mode, parse_mode
 from .._core._normalize import normalizer
 from .._core._public import public
 from .._core._telemetry import UrlList
-from ._deck import Arguments, Deck, Redactor
+from ._deck import Deck
+from ._settings import Arguments, Redactor
 
 __all__ = [
     "Session",

@@ -1,0 +1,100 @@
+"""A session's settings: its arguments as written, and as resolved when it is entered.
+
+`Arguments` are kept once, checked where the session is written (`check`);
+`resolve` reads them afresh against the configuration and the environment
+(which may have changed since) each time the session is entered anew: the
+mode, the cassette directory, the hosts and the rest, as one `Settings`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from .._core._age import max_age_days
+from .._core._config import block_network_default, check_on_stale, resolve_mode, settings
+from .._core._hosts import PROVIDER_HOSTS, HostMatcher, shared_matcher
+from .._core._modes import Mode
+from .._core._normalize import Normalizer, normalizer
+from .._core._telemetry import TELEMETRY_URLS, UrlList, shared_url_list
+from .._store._keys import split_field_paths
+
+__all__ = ["Arguments", "Redactor", "Settings", "check", "current_test_id", "resolve"]
+
+Redactor = Callable[[dict[str, Any]], dict[str, Any] | None]
+"""A session's ``redact=`` hook: edits a cassette entry before it is written, and returns
+it (or None, having edited it in place). Exported as ``ghostrun.Redactor``."""
+
+
+class Arguments(NamedTuple):
+    """A session's arguments, checked, kept once: each entry anew resolves them afresh."""
+
+    mode: Mode | str | None
+    cassette_dir: str | os.PathLike[str] | None
+    name: str | None
+    hosts: tuple[str, ...]
+    ignore_fields: tuple[str, ...]
+    redact: Redactor | None
+    ignore_urls: tuple[str, ...]
+    block_network: bool | None
+    on_unplayed: str | None = None
+    max_age: str | int | None = None  # staleness (`_core._age`, docs/staleness.md)
+    on_stale: str | None = None  # "warn" (default) or "fail"
+    normalize: Any = None  # value shapes left out of the key (`_core._normalize`)
+
+
+class Settings(NamedTuple):
+    """A session's arguments resolved: what it does until it is entered anew."""
+
+    mode: Mode
+    cassette_dir: Path
+    prefix: str  # the directory with its separator: + key + ".json" is a cassette's path
+    name: str | None  # the label its run log and its runs use
+    block_network: bool
+    ignore: tuple[tuple[str, ...], ...]  # the ``ignore_fields`` paths, split
+    max_age: int | None  # in days
+    on_stale: str
+    normalizer: Normalizer | None
+    matcher: HostMatcher  # the provider hosts and the session's own
+    telemetry: UrlList  # answered locally, never recorded
+
+
+def check(arguments: Arguments) -> None:
+    """Fail where the session is written: a bad setting in the environment, or a path
+    of ``ignore_fields`` that can never match. Resolving waits for the first entry."""
+    resolve_mode(arguments.mode)
+    if arguments.block_network is None:
+        block_network_default()
+    split_field_paths(arguments.ignore_fields)
+
+
+def resolve(arguments: Arguments) -> Settings:
+    """Read mode, directory and hosts afresh: the environment may have changed."""
+    mode = resolve_mode(arguments.mode)
+    cassette_dir = settings.resolve_cassette_dir(arguments.cassette_dir)
+    name = arguments.name or current_test_id()
+    explicit = arguments.block_network
+    block_network = block_network_default() if explicit is None else bool(explicit)
+    shapes = settings.normalize if arguments.normalize is None else arguments.normalize
+    ignored = settings.resolve_ignore_urls() + arguments.ignore_urls
+    return Settings(
+        mode=mode,
+        cassette_dir=cassette_dir,
+        prefix=os.path.join(cassette_dir, ""),
+        name=name,
+        block_network=block_network,
+        ignore=split_field_paths(arguments.ignore_fields),
+        max_age=max_age_days(arguments.max_age, settings.max_age),
+        on_stale=check_on_stale(arguments.on_stale or settings.on_stale or "warn"),
+        normalizer=normalizer(shapes),
+        matcher=shared_matcher(PROVIDER_HOSTS + settings.extra_hosts() + arguments.hosts),
+        telemetry=shared_url_list(TELEMETRY_URLS + ignored),
+    )
+
+
+def current_test_id() -> str | None:
+    """The running pytest test's id, from the variable pytest sets for it."""
+    current = os.environ.get("PYTEST_CURRENT_TEST")
+    return current.rsplit(" (", 1)[0] if current else None
