@@ -39,8 +39,9 @@ from hypothesis import strategies as st
 from simulator import ProviderSimulator, RawReply
 
 import ghostrun
-from ghostrun._secrets._mask import patterns
-from ghostrun._secrets._redact import MASK, collect_secrets, redact_entry
+from ghostrun._secrets._mask import MASK, patterns
+from ghostrun._secrets._mask_entry import redact_entry
+from ghostrun._secrets._memory import MEMORY, collect_secrets
 from ghostrun._secrets._streams import mask_chunks
 from ghostrun._store._wscassette import Conversation, redact_conversation
 
@@ -1875,11 +1876,10 @@ def test_chunk_boundaries_are_kept_and_a_moved_one_is_said(
 def run_log() -> Any:
     """A fresh run log, and a process that has remembered no secret yet."""
     from ghostrun._recording import _runlog
-    from ghostrun._secrets import _redact
 
     fresh = _runlog.RunLog()
     previous = _runlog.swap(fresh)
-    _redact._remembered.clear()
+    MEMORY.reset()
     try:
         yield fresh
     finally:
@@ -1949,12 +1949,10 @@ def test_a_body_field_secret_is_scrubbed_from_the_run_log(
 def test_in_replay_the_requests_secrets_are_remembered_too(
     run_log: Any, provider: ProviderSimulator, cassette_dir: Path
 ) -> None:
-    from ghostrun._secrets import _redact
-
     key = random_secrets.token_hex(16)  # no known shape: only remembering can mask it
     with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=HOSTS):
         _raw_chat(provider, {"api-key": key})
-    _redact._remembered.clear()  # a fresh process replays
+    MEMORY.reset()  # a fresh process replays
     provider.stop()
     with ghostrun.session(mode="replay", cassette_dir=cassette_dir, hosts=HOSTS):
         reply = _raw_chat(provider, {"api-key": key})
@@ -1987,46 +1985,40 @@ def test_a_replayed_requests_secrets_are_collected_at_the_first_scrub(
     run_log: Any, provider: ProviderSimulator, cassette_dir: Path
 ) -> None:
     """Replay only holds a request; the run log's scrub collects its secrets, wherever they were."""
-    from ghostrun._secrets import _redact
-
     keys = _keys()  # no known shape: only the request's own secrets can mask them
     with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=HOSTS):
         _chat_carrying(provider, keys, PROMPT)
-    _redact._held.collect()
-    _redact._remembered.clear()  # a fresh process replays
+    MEMORY.reset()  # a fresh process replays
     provider.stop()
     with ghostrun.session(mode="replay", cassette_dir=cassette_dir, hosts=HOSTS):
         reply = _chat_carrying(provider, keys, PROMPT)
-        assert not set(keys) & set(_redact._remembered)  # held, not collected yet
+        assert not set(keys) & set(MEMORY.remembered())  # held, not collected yet
         ghostrun.expect(f"{reply} (sent with {' and '.join(keys)})").contains("Echo")
     text = run_log_text(run_log)
     assert "Echo" in text
     for key in keys:
         assert key not in text
-    assert not _redact._held.requests
+    assert not MEMORY.held_requests
 
 
 def test_replayed_requests_past_the_byte_bound_are_collected_at_once(
     provider: ProviderSimulator, cassette_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Held requests are bounded by their bytes: past the bound, collected and let go."""
-    from ghostrun._secrets import _redact
-
     prompt = "a long prompt " * 200  # 2,800 bytes: two such requests pass the bound below
     first, second = _keys(), _keys()
     with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=HOSTS):
         _chat_carrying(provider, first, prompt)
         _chat_carrying(provider, second, prompt)
-    _redact._held.collect()
-    _redact._remembered.clear()
-    monkeypatch.setattr(_redact, "_MAX_HELD_BYTES", 6000)
+    MEMORY.reset()
+    monkeypatch.setattr(MEMORY, "max_held_bytes", 6000)
     with ghostrun.session(mode="replay", cassette_dir=cassette_dir, hosts=HOSTS):
         _chat_carrying(provider, first, prompt)
-        assert len(_redact._held.requests) == 1
-        assert not set(first) & set(_redact._remembered)  # under the bound: only held
+        assert MEMORY.held_requests == 1
+        assert not set(first) & set(MEMORY.remembered())  # under the bound: only held
         _chat_carrying(provider, second, prompt)
-        assert not _redact._held.requests and _redact._held.size == 0
-        assert set(first) | set(second) <= set(_redact._remembered)  # no scrub needed
+        assert not MEMORY.held_requests and MEMORY.held_bytes == 0
+        assert set(first) | set(second) <= set(MEMORY.remembered())  # no scrub needed
 
 
 @pytest.mark.parametrize("lib", [httpx, httpx2])
@@ -2044,13 +2036,13 @@ def test_held_headers_read_back_as_the_request_gave_them(
 ) -> None:
     """A replayed request's headers, held flat (raw while ASCII), thaw to its own pairs."""
     from ghostrun._intercept._httpx import _HeaderPairs
-    from ghostrun._secrets._redact import _thawed
+    from ghostrun._secrets._memory import thawed
 
     headers = lib.Headers(raw)
-    assert _thawed(_HeaderPairs(headers).frozen()) == headers.multi_items()
+    assert thawed(_HeaderPairs(headers).frozen()) == headers.multi_items()
     built = _HeaderPairs(headers)
     list(built)  # read once (a non-JSON body's content type): held as read
-    assert _thawed(built.frozen()) == headers.multi_items()
+    assert thawed(built.frozen()) == headers.multi_items()
 
 
 def test_a_miss_message_in_the_run_log_is_scrubbed(

@@ -41,7 +41,7 @@ from .._core._files import dump_json, ensure_dir, write_atomic
 from .._core._lock import cassette_lock
 from .._core._modes import Mode
 from .._recording._deck import Deck
-from .._secrets._redact import learn_hook_edits
+from .._secrets._user_hook import learn_hook_edits
 from .._store import _validate
 from .._store._keys import canonical_url
 from .._store._render import render_body

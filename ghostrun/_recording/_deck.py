@@ -41,18 +41,12 @@ from .._core._lock import cassette_lock
 from .._core._modes import Mode
 from .._core._normalize import normalizer
 from .._core._telemetry import TELEMETRY_URLS, UrlList, shared_url_list
-from .._secrets._redact import (
-    Frozen,
-    collect_secrets,
-    defer_secrets,
-    keep_request_header,
-    keep_response_header,
-    learn_hook_edits,
-    redact_entry,
-    request_body,
-    request_secrets,
-    scrub_text,
-)
+from .._secrets._collect import request_body
+from .._secrets._headers import keep_request_header, keep_response_header
+from .._secrets._mask_entry import redact_entry
+from .._secrets._memory import Frozen, collect_secrets, defer_secrets, request_secrets
+from .._secrets._scrub import scrub_text
+from .._secrets._user_hook import learn_hook_edits
 from .._store._cassette import Cassette, Recording, encode_response, read_run
 from .._store._keys import canonical_body, canonical_url, match_key, split_field_paths
 from . import _stale, _trajectory
@@ -127,7 +121,7 @@ class LazyHeaders(Sequence[tuple[str, str]]):
     """A road's request headers, built when first read: replaying JSON never reads them.
 
     `frozen` is how a replayed request's headers are held until a scrub needs them
-    (`_secrets._redact.defer_secrets`): a road may hand them over without building them.
+    (`_secrets._memory.defer_secrets`): a road may hand them over without building them.
     """
 
     __slots__ = ()

@@ -41,7 +41,7 @@ from .._assertions._tool_calls import normalize_tool_calls
 from .._core import _safe_text as safe
 from .._core._files import parse_json
 from .._core._words import plural
-from .._secrets._redact import scrub_text
+from .._secrets._scrub import scrub_text
 from .._store._keys import split_field_paths, without_fields
 from .._store._render import render_body
 from .._wire._bodies import MODIFIERS
