@@ -95,8 +95,8 @@ def _read_as_key_reads(request: dict[str, Any]) -> dict[str, Any]:
 
 def _mask_form_fields(body: dict[str, Any], content_type: str) -> dict[str, Any]:
     """A form or multipart body with each credential parameter's value masked, whatever it
-    is: the names are read by rule, as a JSON body's are (`_walk`) (``password=``
-    holding a plain word is still a password)."""
+    is: the names are read by rule, as a JSON body's are (`_walk`): ``password=``
+    holding a plain word is still a password."""
     text = body.get("text")
     if isinstance(text, str) and is_form(text, content_type):
         masked = _FORM_PAIR.sub(_masked_form_pair, text)
