@@ -81,14 +81,11 @@ def aiohttp_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def forget_new_secrets() -> Iterator[None]:
     """The process remembers every secret it saw, to scrub run logs: a test's random
     ones (hypothesis tries words like "text/event-stream") must not scrub later tests."""
-    from ghostrun._secrets import _redact
+    from ghostrun._secrets._memory import MEMORY
 
-    before = dict(_redact._remembered)
+    before = MEMORY.remembered()
     yield
-    _redact._held.collect()  # the test's replayed requests too, held until a scrub needs them
-    with _redact._lock:
-        _redact._remembered.clear()
-        _redact._remembered.update(before)
+    MEMORY.reset(before)  # what the test remembered, or left held, is forgotten
 
 
 @pytest.fixture(params=["asyncio", "trio"])

@@ -30,9 +30,12 @@ from ghostrun._secrets._credentials import (
     is_credential_param,
     squash,
 )
+from ghostrun._secrets._headers import keep_response_header
 from ghostrun._secrets._mask import candidates, mask_text, patterns
-from ghostrun._secrets._redact import _may_hold, keep_response_header, redact_entry
-from ghostrun._store._keys import _without_credentials, canonical_body
+from ghostrun._secrets._mask_entry import redact_entry
+from ghostrun._secrets._mask_exact import may_hold
+from ghostrun._secrets._walk import without_credential_fields
+from ghostrun._store._keys import canonical_body
 
 JSON_TYPE = "application/json"
 
@@ -202,7 +205,7 @@ def test_property_the_key_drops_the_credential_fields_however_the_body_is_spelle
     value: Any, escape: bool, ascii_only: bool
 ) -> None:
     body = _spelled(value, escape, ascii_only)
-    slow = orjson.dumps(_without_credentials(orjson.loads(body)), option=orjson.OPT_SORT_KEYS)
+    slow = orjson.dumps(without_credential_fields(orjson.loads(body)), option=orjson.OPT_SORT_KEYS)
     assert canonical_body(body, JSON_TYPE) == slow
 
 
@@ -255,7 +258,7 @@ def test_property_the_exact_fast_check_skips_only_entries_without_the_secret(
     assert secret in candidates(around + shown + around, [secret])  # the scrub's prefilter
     entry = {"request": {}, "response": {"body": {"json": {"t": around + shown + around}}}}
     secrets = frozenset({secret})
-    assert _may_hold(entry, secrets)  # the fast check never skips an entry holding it
+    assert may_hold(entry, secrets)  # the fast check never skips an entry holding it
     masked = redact_entry(entry, secrets)["response"]["body"]["json"]["t"]
     assert shown not in masked
     assert masked == mask_text(around + shown + around, patterns(secrets))

@@ -21,7 +21,7 @@ from typing import Any
 import openai
 import pytest
 
-from ghostrun._secrets._redact import scrub_text
+from ghostrun._secrets._scrub import scrub_text
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

@@ -35,7 +35,7 @@ from fidelity_corpus import (
 from simulator import ProviderSimulator, RawReply
 
 import ghostrun
-from ghostrun._secrets._redact import keep_response_header
+from ghostrun._secrets._headers import keep_response_header
 
 LOOPBACK = ("127.0.0.1",)
 FRAMING = ("content-length", "content-encoding", "transfer-encoding")  # the body is decoded

@@ -27,8 +27,8 @@ import pytest
 import requests
 import vcr
 import yaml
+from leaks import assert_not_on_disk
 from simulator import ProviderSimulator
-from test_secrets import assert_not_on_disk
 
 import ghostrun
 from ghostrun._core import _age

@@ -17,7 +17,7 @@ import requests
 from simulator import ProviderSimulator, RawReply
 
 import ghostrun
-from ghostrun._secrets._redact import (
+from ghostrun._secrets._headers import (
     _RESPONSE_HEADERS,
     _identifying_response_header,
     keep_response_header,

@@ -690,11 +690,11 @@ def test_what_a_test_asserts_on_before_the_connection_closes_is_scrubbed_from_th
     frames while it is open: the handshake's key, a client frame's credential field and
     the ephemeral secret the greeting hands out are scrubbed from the run log all the same."""
     from ghostrun._recording import _runlog
-    from ghostrun._secrets import _redact
+    from ghostrun._secrets._memory import MEMORY
 
     field_key = "fieldKEY" + "0123456789xyz"
     header_key = "0123456789abcdef" + "fedcba9876543210"  # no key shape: only remembering
-    _redact._remembered.clear()
+    MEMORY.reset()
     log = _runlog.RunLog()
     previous = _runlog.swap(log)
     try:

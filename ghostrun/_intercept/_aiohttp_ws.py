@@ -27,7 +27,7 @@ from typing import Any
 
 from .._core._exceptions import UnsupportedLibrary
 from .._recording._session import bypass_interception
-from .._secrets._redact import SUBPROTOCOLS
+from .._secrets._headers import SUBPROTOCOLS
 from .._store._wscassette import Close
 from ._once import built
 from ._patch import Footprint, Restore, library, replace

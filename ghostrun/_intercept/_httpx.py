@@ -21,7 +21,7 @@ from typing import Any
 from .._core._exceptions import UnsupportedLibrary
 from .._recording._deck import Deck
 from .._recording._request import LazyHeaders
-from .._secrets._redact import Frozen
+from .._secrets._memory import Frozen
 from .._store._cassette import Recording
 from ._engine import Exchange, Tape, is_stream, route
 from ._once import built

@@ -35,7 +35,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 from .._core._exceptions import UnsupportedLibrary
-from .._secrets._redact import SUBPROTOCOLS
+from .._secrets._headers import SUBPROTOCOLS
 from .._store._wscassette import Close
 from ._patch import Restore, library, replace
 from ._wslink import NeedsLive, Player, Recorder, Replaying, open_link

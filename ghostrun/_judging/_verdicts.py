@@ -34,7 +34,7 @@ from .._core._modes import Mode
 from .._core._public import public
 from .._recording import _runlog, _session
 from .._recording._deck import Deck
-from .._secrets._redact import scrub_text as _scrub
+from .._secrets._scrub import scrub_text as _scrub
 from .._store import _validate
 from ._judges import (
     PROMPT_TEMPLATE_VERSION,

@@ -34,7 +34,7 @@ from .._core._hosts import HostMatcher
 from .._core._modes import Mode
 from .._core._normalize import Normalizer
 from .._core._telemetry import UrlList
-from .._secrets._redact import defer_secrets
+from .._secrets._memory import defer_secrets
 from .._store._cassette import Recording
 from . import _stale, _trajectory
 from ._cassettes import Cassettes

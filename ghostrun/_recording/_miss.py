@@ -28,7 +28,8 @@ from .._core._config import mode_source
 from .._core._exceptions import CacheMiss, CassetteError
 from .._core._normalize import BUILTINS, Normalizer, normalizer
 from .._core._safe_text import terminal
-from .._secrets._redact import request_secrets, scrub_text
+from .._secrets._memory import request_secrets
+from .._secrets._scrub import scrub_text
 from .._store._keys import remove_field
 from .._store._render import render_body
 from .._store._trajectory import StepRecord, load_trajectory, trajectory_path

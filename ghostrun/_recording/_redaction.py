@@ -2,7 +2,7 @@
 
 Every entry a session writes, and the request a miss diff shows, goes through
 the session's `EntryRedactor`: the request's credentials are masked
-(`_secrets._redact`), then the session's ``redact=`` hook edits the entry,
+(`_secrets._mask_entry`), then the session's ``redact=`` hook edits the entry,
 then the credentials are masked again (the hook may not reintroduce one).
 What the hook changed is learnt (`hook_edits`), so run logs show what the
 cassette does.
@@ -14,14 +14,11 @@ import copy
 from typing import Any
 
 from .._core._age import today
-from .._secrets._redact import (
-    collect_secrets,
-    keep_request_header,
-    keep_response_header,
-    learn_hook_edits,
-    redact_entry,
-    request_body,
-)
+from .._secrets._collect import request_body
+from .._secrets._headers import keep_request_header, keep_response_header
+from .._secrets._mask_entry import redact_entry
+from .._secrets._memory import collect_secrets
+from .._secrets._user_hook import learn_hook_edits
 from .._store._cassette import Recording, encode_response
 from ._request import RequestInfo, content_type
 from ._settings import Redactor

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from urllib.parse import parse_qsl
 
 from .._core._normalize import Normalizer
-from .._secrets._redact import Frozen
+from .._secrets._memory import Frozen
 from .._store._keys import canonical_body, canonical_url, match_key
 
 __all__ = ["LazyHeaders", "RequestInfo", "content_type", "describe"]
@@ -22,7 +22,7 @@ class LazyHeaders(Sequence[tuple[str, str]]):
     """A road's request headers, built when first read: replaying JSON never reads them.
 
     `frozen` is how a replayed request's headers are held until a scrub needs them
-    (`_secrets._redact.defer_secrets`): a road may hand them over without building them.
+    (`_secrets._memory.defer_secrets`): a road may hand them over without building them.
     """
 
     __slots__ = ()

@@ -75,7 +75,7 @@ from .._core._config import resolve_mode, settings
 from .._core._exceptions import CassetteError
 from .._core._files import dump_json, write_atomic
 from .._core._modes import Mode
-from .._secrets._redact import scrub_text
+from .._secrets._scrub import scrub_text
 from .._store import _validate
 from ._deck import Deck, current_test_id
 from ._session import current_deck

@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any
 from .._core._config import resolve_on_unplayed
 from .._core._exceptions import UnplayedSteps, UnplayedStepsWarning
 from .._core._modes import Mode
-from .._secrets._redact import scrub_text
+from .._secrets._scrub import scrub_text
+from .._secrets._walk import map_strings
 from .._store._trajectory import (
     StepRecord,
     Trajectory,
@@ -141,13 +142,7 @@ def step_record(step: Step, session: int, edits: dict[str, str] | None = None) -
 
 def _scrubbed(value: Any, edits: dict[str, str] | None) -> Any:
     """Every string of a JSON value scrubbed (tool-call arguments may echo a secret)."""
-    if isinstance(value, str):
-        return scrub_text(value, edits=edits)
-    if isinstance(value, list):
-        return [_scrubbed(item, edits) for item in value]
-    if isinstance(value, dict):
-        return {key: _scrubbed(item, edits) for key, item in value.items()}
-    return value
+    return map_strings(value, lambda text: scrub_text(text, edits=edits))
 
 
 def _check(deck: Deck, test: str, used: int) -> Exception | None:

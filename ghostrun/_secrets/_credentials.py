@@ -36,7 +36,6 @@ __all__ = [
     "SECRET_SHAPES",
     "SHAPE_START",
     "could_be_credential",
-    "has_credential_field",
     "is_credential_field",
     "is_credential_header",
     "is_credential_name",
@@ -278,20 +277,3 @@ def could_be_credential(value: str) -> bool:
     mixed_case = any(c.islower() for c in value) and any(c.isupper() for c in value)
     symbol = any(not c.isalnum() and c not in _SEPARATORS for c in value)
     return has_digit or mixed_case or symbol
-
-
-def has_credential_field(value: Any) -> bool:
-    """Whether any key in a parsed JSON value names a credential: most bodies have none.
-
-    Only keys are looked at, so a long conversation costs by its number of
-    fields, not by the length of its text.
-    """
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if is_credential_field(str(key)) or has_credential_field(item):
-                return True
-    elif isinstance(value, list):
-        for item in value:
-            if has_credential_field(item):
-                return True
-    return False

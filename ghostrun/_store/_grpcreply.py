@@ -40,7 +40,7 @@ from typing import Any
 import orjson
 
 from .._core._exceptions import CassetteError
-from .._secrets._redact import keep_response_header
+from .._secrets._headers import keep_response_header
 from .._wire._protobuf import encode_message, message_bytes
 
 __all__ = [

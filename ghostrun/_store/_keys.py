@@ -20,12 +20,8 @@ from urllib.parse import parse_qsl, urlencode
 import orjson
 
 from .._core._normalize import Normalizer
-from .._secrets._credentials import (
-    has_credential_field,
-    is_credential_field,
-    is_credential_param,
-    is_schema,
-)
+from .._secrets._credentials import is_credential_field, is_credential_param
+from .._secrets._walk import has_credential_field, without_credential_fields
 from .._wire._multipart import multipart_parts
 
 __all__ = [
@@ -121,7 +117,7 @@ def canonical_body(
         except orjson.JSONDecodeError:
             return body
         if has_credential_field(value):
-            value = _without_credentials(value)
+            value = without_credential_fields(value)
         for path in ignore:
             remove_field(value, path)
         if normalize is not None:
@@ -142,19 +138,6 @@ def canonical_body(
 def match_key(method: str, url: str, body: bytes) -> str:
     digest = hashlib.sha256(b"\n".join((method.upper().encode(), url.encode(), body)))
     return digest.hexdigest()[:32]
-
-
-def _without_credentials(value: Any) -> Any:
-    """The value without its credential fields; a field holding a JSON schema is structure."""
-    if isinstance(value, dict):
-        return {
-            k: _without_credentials(v)
-            for k, v in value.items()
-            if not is_credential_field(k) or is_schema(v)
-        }
-    if isinstance(value, list):
-        return [_without_credentials(v) for v in value]
-    return value
 
 
 def remove_field(value: Any, path: tuple[str, ...]) -> None:

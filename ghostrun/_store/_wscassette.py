@@ -60,21 +60,15 @@ from typing import Any
 import orjson
 
 from .._core._files import parse_json
+from .._secrets._collect import entry_secrets, field_secrets
 from .._secrets._credentials import MINTED_SHAPES
-from .._secrets._mask import mask_text, patterns
-from .._secrets._redact import (
-    MASK,
-    SUBPROTOCOLS,
-    collect_secrets,
-    entry_secrets,
-    keep_request_header,
-    keep_response_header,
-    mask_shapes,
-    redact_entry,
-    remember_secrets,
-)
+from .._secrets._headers import SUBPROTOCOLS, keep_request_header, keep_response_header
+from .._secrets._mask import MASK, mask_text, patterns
+from .._secrets._mask_entry import mask_shapes, redact_entry
+from .._secrets._memory import collect_secrets, remember_secrets
 from .._secrets._streams import mask_events
-from ._keys import canonical_body, is_credential_field, match_key
+from .._secrets._walk import strings
+from ._keys import canonical_body, match_key
 from ._render import render_body
 
 __all__ = [
@@ -440,8 +434,9 @@ def secrets_of(
 
 
 def _frame_secrets(events: Iterable[dict[str, Any]]) -> frozenset[str]:
-    """Credential fields' values, ephemeral secrets, and what a client frame shows itself
-    as an HTTP request body would (secret shapes in a prompt): a server may echo them."""
+    """Credential fields' values (read as an HTTP body's are: `field_secrets`), ephemeral
+    secrets, and what a client frame shows itself as an HTTP request body would (secret
+    shapes in a prompt): a server may echo them."""
     found: set[str] = set()
     shown: frozenset[str] = frozenset()
     for event in events:
@@ -449,21 +444,13 @@ def _frame_secrets(events: Iterable[dict[str, Any]]) -> frozenset[str]:
             frame = event.get(side)
             for kind in ("json", "binary_json"):
                 if isinstance(frame, dict) and kind in frame:
-                    _credential_values(frame[kind], found, inside=False)
+                    found |= field_secrets(frame[kind])
+                    found.update(
+                        s for s in strings(frame[kind], keys=False) if _EPHEMERAL.fullmatch(s)
+                    )
         if isinstance(event.get("client"), dict):
             shown |= entry_secrets({"body": event["client"]})
     return shown | frozenset(v for v in found if len(v) >= 6 and v != MASK)
-
-
-def _credential_values(value: Any, found: set[str], *, inside: bool) -> None:
-    if isinstance(value, dict):
-        for key, item in value.items():
-            _credential_values(item, found, inside=inside or is_credential_field(str(key)))
-    elif isinstance(value, list):
-        for item in value:
-            _credential_values(item, found, inside=inside)
-    elif isinstance(value, str) and (inside or _EPHEMERAL.fullmatch(value)):
-        found.add(value)
 
 
 def redact_event(event: dict[str, Any], secrets: frozenset[str]) -> dict[str, Any]:

@@ -34,8 +34,8 @@ from .._core._modes import Mode
 from .._core._words import plural
 from .._recording import _runlog
 from .._recording._deck import Arguments, Deck, RequestInfo
+from .._secrets._collect import entry_secrets, request_body
 from .._secrets._credentials import SECRET_SHAPES, is_credential_header, is_credential_param
-from .._secrets._redact import entry_secrets, request_body
 from .._store._cassette import Recording
 from ._importers._cassetter import looks_like_cassetter, read_cassetter, read_toml
 from ._importers._source import Exchange, SourceFile, UnreadableSource

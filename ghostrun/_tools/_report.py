@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from .._secrets._redact import scrub_text
+from .._secrets._scrub import scrub_text
 from ._review._answers import answer_lines
 from ._review._verdicts import verdict_changes
 from ._tokens import Prices, usage

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from ..._assertions._extract import extract_text
 from ..._assertions._tool_calls import normalize_tool_calls
-from ..._secrets._redact import scrub_text
+from ..._secrets._scrub import scrub_text
 from ..._store._keys import without_fields
 from ..._store._render import render_body
 from ..._wire._bodies import MODIFIERS

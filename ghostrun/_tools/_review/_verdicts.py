@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..._secrets._redact import scrub_text
+from ..._secrets._scrub import scrub_text
 from ._states import State
 
 __all__ = ["VerdictChange", "verdict_changes", "verdicts_by_criterion"]
