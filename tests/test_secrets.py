@@ -1878,12 +1878,9 @@ def run_log() -> Any:
     from ghostrun._secrets import _redact
 
     fresh = _runlog.RunLog()
-    previous = _runlog.swap(fresh)
     _redact._remembered.clear()
-    try:
+    with _runlog.PROCESS.collecting(fresh):
         yield fresh
-    finally:
-        _runlog.swap(previous)
 
 
 def run_log_text(log: Any) -> str:

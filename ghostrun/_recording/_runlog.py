@@ -65,9 +65,11 @@ import sys
 import threading
 import uuid
 import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -83,18 +85,18 @@ from ._session import current_deck
 __all__ = [
     "LAST",
     "OUTCOMES",
+    "PROCESS",
     "RUN_FORMAT_VERSION",
+    "ProcessRun",
     "RunLog",
+    "Where",
     "check_snapshot_name",
-    "current",
     "load_run",
     "record_assertion",
     "run_limited_by",
     "runs_dir",
     "session_closed",
-    "set_autoflush",
     "snapshot_from_env",
-    "swap",
     "test_outcome",
     "verdict_in_test",
     "verdict_used",
@@ -107,6 +109,15 @@ RUN_ID_ENV = "GHOSTRUN_RUN_ID"
 OUTCOMES = ("passed", "failed", "error", "skipped")
 SNAPSHOT_ENV = "GHOSTRUN_SNAPSHOT"
 _SNAPSHOT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+class Where(NamedTuple):
+    """Whose an outcome is: the test's name in the log, its id if a framework knows it
+    (an alias when a session's ``name`` differs), and the cassette directory."""
+
+    test: str
+    alias: str | None
+    cassette_dir: Path
 
 
 def runs_dir(cassette_dir: Path) -> Path:
@@ -146,7 +157,7 @@ class RunLog:
 
     def assertion(
         self,
-        where: tuple[str, str | None, Path],
+        where: Where,
         *,
         kind: str,
         criterion: str,
@@ -155,10 +166,9 @@ class RunLog:
         reason: str,
         judge: str | None,
     ) -> None:
-        name, alias, directory = where
         with self._lock:
-            log = self._dir(directory)
-            test = _test(log, name, alias)
+            log = self._dir(where.cassette_dir)
+            test = _test(log, where.test, where.alias)
             outputs: list[str] = test["outputs"]
             if text not in outputs:
                 outputs.append(text)
@@ -174,7 +184,7 @@ class RunLog:
             )
             log["judged"] = log["judged"] or judge is not None
 
-    def session(self, deck: Deck, where: tuple[str, str | None, Path]) -> None:
+    def session(self, deck: Deck, where: Where) -> None:
         """Count what a session did since it was last seen (a session may be re-entered)."""
         name, alias, directory = where
         with self._lock:
@@ -198,11 +208,11 @@ class RunLog:
         with self._lock:
             self._dir(directory)["verdicts_used"].add(key)
 
-    def verdict_in_test(
-        self, key: str, directory: Path, how: str, test: tuple[str, str | None]
-    ) -> None:
+    def verdict_in_test(self, key: str, directory: Path, how: str, where: Where) -> None:
+        """``where``: the test (its cassette directory aside: ``directory`` holds the verdict)."""
         with self._lock:
-            _test(self._dir(directory), *test)["verdicts"].append({"key": key, "how": how})
+            test = _test(self._dir(directory), where.test, where.alias)
+            test["verdicts"].append({"key": key, "how": how})
 
     def mode_seen(self, directory: Path, mode: Mode) -> None:
         """Something in ``mode`` used this directory outside any session."""
@@ -448,15 +458,67 @@ _absolute: dict[Path, str] = {}  # an absolute cassette directory: its key in `R
 
 # -- the process's run: what the rest of ghostrun calls ------------------------------------
 
-_log = RunLog()
-_autoflush = True
-_atexit_registered = False
+
+class ProcessRun:
+    """The run this process collects: its `RunLog`, and who writes it.
+
+    One object, `PROCESS`, that every function below reads. By default the run
+    is written at interpreter exit (``autoflush``); the pytest plugin turns that
+    off for its session, since it writes at session finish (or, on an xdist
+    worker, hands the run to the controller instead). Code that needs a run of
+    its own (the plugin, a test) collects inside `collecting`, which puts the
+    previous log and setting back when it ends::
+
+        with _runlog.PROCESS.collecting() as log:   # a fresh RunLog
+            ...                                       # sessions and assertions fill it
+        log.documents()
+    """
+
+    def __init__(self) -> None:
+        self.log = RunLog()
+        self.autoflush = True
+        self._atexit_registered = False
+
+    @contextmanager
+    def collecting(
+        self, log: RunLog | None = None, *, autoflush: bool | None = None
+    ) -> Iterator[RunLog]:
+        """Collect into ``log`` (a fresh one by default) until the block ends; ``autoflush``:
+        whether the run is written at exit meanwhile (unchanged by default)."""
+        previous = self.log, self.autoflush
+        self.log = RunLog() if log is None else log
+        if autoflush is not None:
+            self.autoflush = autoflush
+        try:
+            yield self.log
+        finally:
+            self.log, self.autoflush = previous
+
+    def arm_atexit(self) -> None:
+        """Have the run written at exit, once, unless someone else writes it."""
+        if self.autoflush and not self._atexit_registered:
+            self._atexit_registered = True
+            atexit.register(self._flush_at_exit)
+
+    def _flush_at_exit(self) -> None:
+        if not self.autoflush:
+            return
+        errors: list[Exception]
+        try:
+            errors = list(write_run()[1])
+        except ValueError as exc:  # a bad GHOSTRUN_SNAPSHOT: say so, without a traceback at exit
+            errors = [exc]
+        for error in errors:
+            print(f"ghostrun: could not write the run log: {error}", file=sys.stderr)
+
+
+PROCESS = ProcessRun()
 
 
 def session_closed(deck: Deck) -> None:
     """Called when a session's outermost block ends (a `Deck` subscriber)."""
-    _log.session(deck, _where_session(deck))
-    _arm_atexit()
+    PROCESS.log.session(deck, _where_session(deck))
+    PROCESS.arm_atexit()
 
 
 def record_assertion(
@@ -472,8 +534,8 @@ def record_assertion(
     found = current_deck()
     where = _where_session(found) if found is not None else _where_default()
     if found is None:
-        _log.mode_seen(where[2], resolve_mode(None))
-    _log.assertion(
+        PROCESS.log.mode_seen(where.cassette_dir, resolve_mode(None))
+    PROCESS.log.assertion(
         where,
         kind=kind,
         criterion=_scrub(criterion, found),
@@ -482,12 +544,12 @@ def record_assertion(
         reason=_scrub(reason, found),
         judge=judge,
     )
-    _arm_atexit()
+    PROCESS.arm_atexit()
 
 
 def test_outcome(name: str, outcome: str) -> None:
     """A framework reports how a test ended: passed, failed, error or skipped."""
-    _log.outcome(name, outcome)
+    PROCESS.log.outcome(name, outcome)
 
 
 test_outcome.__test__ = False  # type: ignore[attr-defined]  # not a test, despite its name
@@ -495,7 +557,7 @@ test_outcome.__test__ = False  # type: ignore[attr-defined]  # not a test, despi
 
 def run_limited_by(limits: list[str]) -> None:
     """How this run was narrowed (``-k``, ``--lf``, test paths): written into the run log."""
-    _log.limited_by = list(limits)
+    PROCESS.log.limited_by = list(limits)
 
 
 def verdict_used(key: str, cassette_dir: Path, mode: Mode | None = None) -> None:
@@ -503,9 +565,9 @@ def verdict_used(key: str, cassette_dir: Path, mode: Mode | None = None) -> None
 
     ``mode`` is given when no session governs the grading.
     """
-    _log.verdict(key, cassette_dir)
+    PROCESS.log.verdict(key, cassette_dir)
     if mode is not None:
-        _log.mode_seen(cassette_dir, mode)
+        PROCESS.log.mode_seen(cassette_dir, mode)
 
 
 def verdict_in_test(key: str, cassette_dir: Path, how: str) -> None:
@@ -515,7 +577,7 @@ def verdict_in_test(key: str, cassette_dir: Path, how: str) -> None:
     """
     found = current_deck()
     where = _where_session(found) if found is not None else _where_default()
-    _log.verdict_in_test(key, cassette_dir, how, where[:2])
+    PROCESS.log.verdict_in_test(key, cassette_dir, how, where)
 
 
 def write_run(snapshot: str | None = None) -> tuple[list[Path], list[CassetteError]]:
@@ -525,12 +587,13 @@ def write_run(snapshot: str | None = None) -> tuple[list[Path], list[CassetteErr
     """
     if snapshot is None:
         snapshot = snapshot_from_env()
-    if not _log:
+    log = PROCESS.log
+    if not log:
         return [], []
     try:
-        return _log.write(snapshot)
+        return log.write(snapshot)
     finally:
-        _log.clear()
+        log.clear()
 
 
 def snapshot_from_env() -> str | None:
@@ -546,59 +609,15 @@ def load_run(path: Path) -> dict[str, Any]:
     return data
 
 
-def _where_session(deck: Deck) -> tuple[str, str | None, Path]:
+def _where_session(deck: Deck) -> Where:
     test_id = current_test_id()
-    return deck.name or test_id or _script_name(), test_id, deck.cassette_dir
+    return Where(deck.name or test_id or _script_name(), test_id, deck.cassette_dir)
 
 
-def _where_default() -> tuple[str, str | None, Path]:
+def _where_default() -> Where:
     test_id = current_test_id()
-    return test_id or _script_name(), test_id, settings.resolve_cassette_dir()
+    return Where(test_id or _script_name(), test_id, settings.resolve_cassette_dir())
 
 
 def _script_name() -> str:
     return os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "__main__"
-
-
-# -- who writes: the pytest plugin, or the end of the process ------------------------------
-
-
-def set_autoflush(enabled: bool) -> bool:
-    """Whether the run is written at interpreter exit; returns the previous setting.
-
-    The pytest plugin turns it off: it writes at session finish (or, on an
-    xdist worker, hands the run to the controller instead).
-    """
-    global _autoflush
-    previous, _autoflush = _autoflush, enabled
-    return previous
-
-
-def swap(log: RunLog) -> RunLog:
-    """Collect into ``log`` from now on; returns the log collected so far."""
-    global _log
-    previous, _log = _log, log
-    return previous
-
-
-def current() -> RunLog:
-    return _log
-
-
-def _arm_atexit() -> None:
-    global _atexit_registered
-    if _autoflush and not _atexit_registered:
-        _atexit_registered = True
-        atexit.register(_flush_at_exit)
-
-
-def _flush_at_exit() -> None:
-    if not _autoflush:
-        return
-    errors: list[Exception]
-    try:
-        errors = list(write_run()[1])
-    except ValueError as exc:  # a bad GHOSTRUN_SNAPSHOT: say so, without a traceback at exit
-        errors = [exc]
-    for error in errors:
-        print(f"ghostrun: could not write the run log: {error}", file=sys.stderr)
