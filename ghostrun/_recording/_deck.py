@@ -25,7 +25,7 @@ import itertools
 import os
 import threading
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -457,7 +457,8 @@ class Deck:
         """
         path = self._prefix + info.key + ".json"
         cassette = Cassette.load(path)
-        return Cassette(path, info.key, {}, []) if cassette is None else cassette
+        blank = Cassette(path, info.key, {"method": info.method, "url": info.url}, [])
+        return blank if cassette is None else cassette  # the caller sets its request
 
     def _run_for_writing(self, key: str, cassette: Cassette) -> str | None:
         """Record mode starts the session's own run afresh once; auto extends its run."""
@@ -507,7 +508,7 @@ class Deck:
             return {"body": {"text": note}}
         return request
 
-    def _redacted(self, info: RequestInfo, response: dict[str, Any]) -> dict[str, Any]:
+    def _redacted(self, info: RequestInfo, response: Mapping[str, Any]) -> dict[str, Any]:
         """An entry with every credential masked, then the user's hook applied."""
         entry = {
             "request": {

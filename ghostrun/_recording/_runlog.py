@@ -65,11 +65,11 @@ import sys
 import threading
 import uuid
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple, TypedDict
 
 import orjson
 
@@ -79,6 +79,14 @@ from .._core._files import dump_json, write_atomic
 from .._core._modes import Mode
 from .._secrets._redact import scrub_text
 from .._store import _validate
+from .._store._formats import (
+    AssertionRecord,
+    MissRecord,
+    RunLogEntry,
+    RunLogFile,
+    SelectionRecord,
+    UsedRecord,
+)
 from ._deck import Deck, current_test_id
 from ._session import current_deck
 
@@ -120,6 +128,30 @@ class Where(NamedTuple):
     cassette_dir: Path
 
 
+class _TestLog(TypedDict):
+    """A test while the run collects: its `RunLogEntry` to be, and the names it goes by."""
+
+    outputs: list[str]
+    assertions: list[AssertionRecord]
+    requests: dict[str, int]
+    cassettes: list[UsedRecord]
+    verdicts: list[UsedRecord]
+    ignore_fields: list[str]
+    aliases: list[str]
+
+
+class _DirLog(TypedDict):
+    """One cassette directory's part of the run while it collects (`RunLog.export` sends
+    it with its sets as sorted lists)."""
+
+    tests: dict[str, _TestLog]
+    cassettes_used: set[str]
+    verdicts_used: set[str]
+    judged: bool
+    misses: list[MissRecord]
+    replay: bool | None  # True: only replay used it, so a missing one is not made
+
+
 def runs_dir(cassette_dir: Path) -> Path:
     return Path(cassette_dir) / "runs"
 
@@ -143,7 +175,7 @@ class RunLog:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._dirs: dict[str, dict[str, Any]] = {}
+        self._dirs: dict[str, _DirLog] = {}
         self._outcomes: dict[str, str] = {}
         self.limited_by: list[str] = []  # how the run was narrowed (-k, --lf, paths), if it was
         self._seen: weakref.WeakKeyDictionary[Deck, tuple[int, int, int, int]] = (
@@ -169,7 +201,7 @@ class RunLog:
         with self._lock:
             log = self._dir(where.cassette_dir)
             test = _test(log, where.test, where.alias)
-            outputs: list[str] = test["outputs"]
+            outputs = test["outputs"]
             if text not in outputs:
                 outputs.append(text)
             test["assertions"].append(
@@ -226,7 +258,7 @@ class RunLog:
         with self._lock:
             self._outcomes[name] = outcome
 
-    def _dir(self, directory: Path) -> dict[str, Any]:
+    def _dir(self, directory: Path) -> _DirLog:
         key = _absolute.get(directory)  # every session closing asks: the same few directories
         if key is None:
             path = Path(directory)
@@ -241,7 +273,7 @@ class RunLog:
                 "verdicts_used": set(),
                 "judged": False,
                 "misses": [],
-                "replay": None,  # True: only replay used it, so a missing one is not made
+                "replay": None,
             }
         return log
 
@@ -277,7 +309,7 @@ class RunLog:
                 if part.get("replay") is not None:
                     log["replay"] = _only_replay(log["replay"], part["replay"])
 
-    def documents(self, name: str = LAST) -> dict[Path, dict[str, Any]]:
+    def documents(self, name: str = LAST) -> dict[Path, RunLogFile]:
         """The run file of each cassette directory, as written under ``runs/``."""
         finished = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         run_id = os.environ.get(RUN_ID_ENV) or uuid.uuid4().hex
@@ -287,10 +319,8 @@ class RunLog:
                 for path, log in self._dirs.items()
             }
 
-    def _document(
-        self, log: dict[str, Any], name: str, run_id: str, finished: str
-    ) -> dict[str, Any]:
-        tests = {}
+    def _document(self, log: _DirLog, name: str, run_id: str, finished: str) -> RunLogFile:
+        tests: dict[str, RunLogEntry] = {}
         for test_name, test in log["tests"].items():
             outcome = self._outcomes.get(test_name)
             for alias in test["aliases"]:
@@ -357,7 +387,7 @@ def _only_replay(seen: bool | None, replay: bool) -> bool:
     return replay if seen is None else seen and replay
 
 
-def _joined(document: dict[str, Any], path: Path) -> dict[str, Any]:
+def _joined(document: RunLogFile, path: Path) -> RunLogFile:
     """Fold in the file's earlier part of the same run (processes run one after another).
 
     A run that spans several processes (unittest, then pytest, then a script)
@@ -372,22 +402,26 @@ def _joined(document: dict[str, Any], path: Path) -> dict[str, Any]:
         return document
     if earlier.get("run_id") != document["run_id"]:
         return document
-    verdicts = [earlier.get("verdicts_used"), document["verdicts_used"]]
+    before, now = earlier.get("verdicts_used"), document.get("verdicts_used")
+    verdicts_used = None if before is None or now is None else sorted({*before, *now})
     return {
         **document,
         "tests": {**earlier.get("tests", {}), **document["tests"]},
-        "cassettes_used": sorted({*earlier.get("cassettes_used", []), *document["cassettes_used"]}),
-        "verdicts_used": None if None in verdicts else sorted({*verdicts[0], *verdicts[1]}),
-        "misses": [*earlier.get("misses", []), *document["misses"]],
+        "cassettes_used": sorted(
+            {*earlier.get("cassettes_used", []), *document.get("cassettes_used", [])}
+        ),
+        "verdicts_used": verdicts_used,
+        "misses": [*earlier.get("misses", []), *document.get("misses", [])],
         "selection": {"limited_by": _limits(earlier) + _limits(document)},
     }
 
 
-def _limits(document: dict[str, Any]) -> list[str]:
-    return list((document.get("selection") or {}).get("limited_by") or [])
+def _limits(document: RunLogFile) -> list[str]:
+    selection: SelectionRecord = document.get("selection") or {}
+    return list(selection.get("limited_by") or [])
 
 
-def _with_previous(document: dict[str, Any], path: Path) -> dict[str, Any]:
+def _with_previous(document: RunLogFile, path: Path) -> RunLogFile:
     """Note how many tests the run before this one ran, for `ghostrun check`'s partial-run warning.
 
     A run that spans processes (``GHOSTRUN_RUN_ID``) keeps what its first part found, and
@@ -412,8 +446,8 @@ def _scrub(text: str, deck: Deck | None) -> str:
     return scrub_text(text, edits=deck.hook_edits if deck is not None else None)
 
 
-def _test(log: dict[str, Any], name: str, alias: str | None) -> dict[str, Any]:
-    test: dict[str, Any] | None = log["tests"].get(name)
+def _test(log: _DirLog, name: str, alias: str | None) -> _TestLog:
+    test = log["tests"].get(name)
     if test is None:
         test = {
             "outputs": [],
@@ -430,7 +464,8 @@ def _test(log: dict[str, Any], name: str, alias: str | None) -> dict[str, Any]:
     return test
 
 
-def _merge_test(ours: dict[str, Any], theirs: dict[str, Any]) -> None:
+def _merge_test(ours: _TestLog, theirs: _TestLog) -> None:
+    """Fold another process's test (`RunLog.export`) into ours."""
     offset: dict[int, int] = {}
     for index, text in enumerate(theirs["outputs"]):
         if text not in ours["outputs"]:
@@ -446,7 +481,7 @@ def _merge_test(ours: dict[str, Any], theirs: dict[str, Any]) -> None:
     _add_new(ours["aliases"], theirs["aliases"])
 
 
-def _add_new(items: list[Any], more: Any) -> None:
+def _add_new(items: list[str], more: Iterable[str]) -> None:
     """Append what ``items`` lacks of ``more``, in order."""
     for item in more:
         if item not in items:
@@ -601,7 +636,7 @@ def snapshot_from_env() -> str | None:
     return check_snapshot_name(value) if value else None
 
 
-def load_run(path: Path) -> dict[str, Any]:
+def load_run(path: Path) -> RunLogFile:
     """A run file, checked (`_store._validate`): a CassetteError names the file and field."""
     data = _validate.load(path, "run log")
     if data is None:

@@ -30,7 +30,7 @@ import re
 from collections.abc import Callable
 from datetime import date
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast, overload
 
 import orjson
 
@@ -39,6 +39,7 @@ from .._core._files import read_bytes
 from .._core._safe_text import terminal
 from .._wire._bodies import JSON_FORMATS, STREAM_KINDS
 from .._wire._eventstream import decode_chunks
+from ._formats import CassetteFile, RunLogFile, TrajectoryFile, VerdictFile, WebSocketFile
 from ._limits import LIMITS, header_problem, json_depth, limit_message
 from ._wscassette import parse_document
 
@@ -47,6 +48,7 @@ __all__ = [
     "BODY_MODIFIERS",
     "FORMAT_VERSIONS",
     "READABLE_VERSIONS",
+    "Document",
     "Invalid",
     "Kind",
     "check",
@@ -65,6 +67,8 @@ READABLE_VERSIONS: dict[Kind, tuple[int, ...]] = {
     "trajectory": (1,),
 }
 """The versions read (a newer ghostrun may still read an older format)."""
+Document = CassetteFile | WebSocketFile | VerdictFile | RunLogFile | TrajectoryFile
+"""What `load` returns, by kind (`_formats`): a "cassette" is HTTP or WebSocket (its ``kind``)."""
 _OUTCOMES = ("passed", "failed", "error", "skipped")
 _VERDICTS = ("PASS", "FAIL")
 _FIX: dict[Kind, str] = {
@@ -94,8 +98,20 @@ class _Version(Exception):
     """An integer format version this ghostrun does not read."""
 
 
-def load(path: str | os.PathLike[str], kind: Kind) -> dict[str, Any] | None:
-    """The checked document at ``path``; None only if there is no file there."""
+@overload
+def load(
+    path: str | os.PathLike[str], kind: Literal["cassette"]
+) -> CassetteFile | WebSocketFile | None: ...
+@overload
+def load(path: str | os.PathLike[str], kind: Literal["verdict"]) -> VerdictFile | None: ...
+@overload
+def load(path: str | os.PathLike[str], kind: Literal["run log"]) -> RunLogFile | None: ...
+@overload
+def load(path: str | os.PathLike[str], kind: Literal["trajectory"]) -> TrajectoryFile | None: ...
+@overload
+def load(path: str | os.PathLike[str], kind: Kind) -> Document | None: ...
+def load(path: str | os.PathLike[str], kind: Kind) -> Document | None:
+    """The checked document at ``path``, typed by its kind; None only if there is no file."""
     data = read_bytes(path)
     if data is None:
         return None
@@ -115,8 +131,11 @@ def load(path: str | os.PathLike[str], kind: Kind) -> dict[str, Any] | None:
 
 def check(
     document: Any, path: str | os.PathLike[str], kind: Kind, *, may_be_deep: bool = True
-) -> dict[str, Any]:
-    """``document`` if it is a valid file of ``kind`` named ``path``, else a CassetteError."""
+) -> Document:
+    """``document`` if it is a valid file of ``kind`` named ``path``, else a CassetteError.
+
+    ``document`` is any parsed JSON (a true boundary); what it returns is typed (`Document`).
+    """
     stem = _stem(path)
     if may_be_deep:
         depth = json_depth(document, LIMITS["json_depth"].value)
@@ -124,7 +143,7 @@ def check(
             message = limit_message("json_depth", f"at least {depth}")
             raise CassetteError(f"{kind} {path}: {message}. {_FIX[kind]}")
     if kind == "cassette" and _plain_cassette(document, stem):
-        return document  # type: ignore[no-any-return]  # checked just now
+        return cast(CassetteFile, document)  # checked just now
     try:
         _CHECKS[kind](document, stem)
     except _Version as exc:
@@ -134,8 +153,7 @@ def check(
         ) from None
     except Invalid as exc:
         raise CassetteError(f"corrupt {kind} {path}: {exc}. {_FIX[kind]}") from None
-    result: dict[str, Any] = document
-    return result
+    return cast(Document, document)  # checked: of the format `_CHECKS[kind]` holds it to
 
 
 def newer_version(document: Any, kind: Kind) -> int | None:

@@ -28,7 +28,7 @@ import contextlib
 import io
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,6 +46,7 @@ from .._judging import _calibrate
 from .._judging._judges import judge_from_spec
 from .._recording import _runlog
 from .._store import _inventory, _validate
+from .._store._formats import RunLogFile
 from . import _diff, _doctor, _import, _older, _report, _review, _show, _tokens
 
 __all__ = ["main"]
@@ -271,7 +272,7 @@ def _run_files(runs: Path) -> list[Path]:
     return [p for p in runs.glob("*.json") if not p.name.startswith(".")] if runs.is_dir() else []
 
 
-def _latest_snapshot(runs: Path, candidate: dict[str, Any]) -> Path:
+def _latest_snapshot(runs: Path, candidate: RunLogFile) -> Path:
     """The most recent named snapshot that is not the candidate run itself."""
     snapshots = sorted(
         (p for p in _run_files(runs) if p.stem != _runlog.LAST),
@@ -299,7 +300,7 @@ def _label(path: Path) -> str:
 class _Unused:
     """What the last run left untouched in a cassette directory."""
 
-    run: dict[str, Any]
+    run: RunLogFile
     inventory: _inventory.Inventory
     cassettes: list[Path] = field(default_factory=list)
     verdicts: list[Path] = field(default_factory=list)
@@ -360,7 +361,7 @@ def _run_check(args: argparse.Namespace) -> int:
     return 0
 
 
-def _warn_partial(run: dict[str, Any]) -> None:
+def _warn_partial(run: RunLogFile) -> None:
     reasons = _inventory.partial_run(run)
     if reasons:
         _out(
@@ -405,7 +406,7 @@ def _list_unused(found: _Unused, directory: Path) -> None:
 
 
 def _describe_cassette(path: Path) -> str:
-    document = _validate.load(path, "cassette") or {}
+    document: Mapping[str, Any] = _validate.load(path, "cassette") or {}
     if document.get("kind") == "websocket":  # a WebSocket cassette: its handshake URL
         conversations = document.get("conversations") or [{"handshake": {}}]
         return f"WEBSOCKET {conversations[0]['handshake'].get('url', '?')}"
@@ -414,7 +415,8 @@ def _describe_cassette(path: Path) -> str:
 
 
 def _describe_verdict(path: Path) -> str:
-    criterion = str((_validate.load(path, "verdict") or {}).get("criterion", "?"))
+    verdict: Mapping[str, Any] = _validate.load(path, "verdict") or {}
+    criterion = str(verdict.get("criterion", "?"))
     return repr(_first_line(criterion)[:80])
 
 

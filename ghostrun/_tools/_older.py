@@ -8,6 +8,7 @@ before days were kept) have no known age and are counted apart, never listed.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,7 @@ def older_than(directory: Path, age: str) -> tuple[list[tuple[Path, str]], int]:
 
 
 def _responses(path: Path) -> list[dict[str, Any]]:
-    document = _validate.load(path, "cassette") or {}
+    document: Mapping[str, Any] = _validate.load(path, "cassette") or {}
     responses = document.get("responses")
     return [r for r in responses if isinstance(r, dict)] if isinstance(responses, list) else []
 

@@ -31,6 +31,7 @@ import difflib
 import json
 import os
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -444,7 +445,7 @@ def _unified(before: list[str], after: list[str], a: str, b: str) -> list[str]:
 
 
 def verdict_changes(
-    old_test: dict[str, Any], test: dict[str, Any], after: State | None = None
+    old_test: Mapping[str, Any], test: Mapping[str, Any], after: State | None = None
 ) -> list[VerdictChange]:
     """The judged assertions of a test whose verdict changed between two runs."""
     old = _assertions(old_test)
@@ -508,7 +509,7 @@ def _verdicts_by_criterion(
     return changes
 
 
-def _assertions(test: dict[str, Any]) -> dict[tuple[str, str, int], dict[str, Any]]:
+def _assertions(test: Mapping[str, Any]) -> dict[tuple[str, str, int], dict[str, Any]]:
     """A test's judged assertions by (kind, criterion, n-th of that pair)."""
     found: dict[tuple[str, str, int], dict[str, Any]] = {}
     seen: dict[tuple[str, str], int] = {}
@@ -521,7 +522,7 @@ def _assertions(test: dict[str, Any]) -> dict[tuple[str, str, int], dict[str, An
     return found
 
 
-def _flip_rates(test: dict[str, Any], state: State) -> dict[str, float]:
+def _flip_rates(test: Mapping[str, Any], state: State) -> dict[str, float]:
     rates = {}
     for entry in test.get("verdicts") or ():
         verdict = state.verdicts.get(str(entry.get("key"))) if isinstance(entry, dict) else None
