@@ -3,7 +3,9 @@
 One loader, `load`, for the four kinds of versioned file: cassettes
 (``<cassette_dir>/<key>.json``), judge verdicts (``judge/<key>.json``), run logs
 (``runs/<name>.json``) and trajectories (``trajectories/<test>.json``). It
-returns the parsed document, or ``None`` when the file does not exist, and
+returns the parsed document as its type in `_formats` (`CassetteFile` or
+`WebSocketFile`, `VerdictFile`, `RunLogFile`, `TrajectoryFile`: what the
+checks below hold it to), or ``None`` when the file does not exist, and
 raises `CassetteError` naming the file and the field for anything else: not
 JSON, ``null``, a wrong shape or type, a value out of range, an unknown format
 version, a ``key`` that is not the file's name. A file that failed to load is
