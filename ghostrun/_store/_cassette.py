@@ -229,9 +229,9 @@ def _read(path: str | Path) -> tuple[str, RequestRecord, list[ResponseRecord]] |
     data = _validate.load(path, "cassette")
     if data is None:
         return None
-    if "conversations" in data:  # a WebSocket conversation's (`_wscassette`): no request
-        raise KeyError("request")
-    return data["key"], data["request"], data["responses"]
+    if "request" in data:
+        return data["key"], data["request"], data["responses"]
+    raise KeyError("request")  # a WebSocket conversation's (`_wscassette`): not a request's
 
 
 def encode_response(recording: Recording, content_type: str) -> ResponseRecord:

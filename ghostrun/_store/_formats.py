@@ -1,7 +1,9 @@
 """The files ghostrun writes, as types: what writers build, `_validate` checks, readers read.
 
 One ``TypedDict`` per JSON object of each versioned file (DESIGN §3); a field a
-file may lack is ``NotRequired``. `_validate.load` returns these types once it
+file may lack is ``NotRequired``. The files' own types are ``final``, so that a
+type checker tells an HTTP cassette from a WebSocket one by a key only one has
+(``"request" in document``). `_validate.load` returns these types once it
 has checked a document, so a reader never handles ``dict[str, Any]``. ``Any``
 is left only where a file holds any JSON value: a JSON body, a frame's JSON,
 a tool call's arguments. Each module that writes a format documents it for
@@ -18,7 +20,7 @@ definition their code shares.
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict, final
 
 from .._wire._bodies import Body
 
@@ -83,6 +85,7 @@ class ResponseRecord(TypedDict):
     recorded_on: NotRequired[str]  # YYYY-MM-DD
 
 
+@final
 class CassetteFile(TypedDict):
     """``<cassette_dir>/<key>.json``: one request, its responses in runs."""
 
@@ -130,6 +133,7 @@ class ConversationRecord(TypedDict):
     frames: list[FrameEvent]
 
 
+@final
 class WebSocketFile(TypedDict):
     """A WebSocket cassette: ``kind`` tells it from an HTTP cassette."""
 
@@ -164,6 +168,7 @@ class StepRecord(TypedDict):
     tokens: TokensRecord | None
 
 
+@final
 class TrajectoryFile(TypedDict):
     """``trajectories/<test>.json``: a test's steps in order."""
 
@@ -184,6 +189,7 @@ class DrawRecord(TypedDict):
     temperature: NotRequired[float]
 
 
+@final
 class VerdictFile(TypedDict):
     """``judge/<key>.json``: a cached verdict and how it was reached."""
 
@@ -245,6 +251,7 @@ class SelectionRecord(TypedDict, total=False):
     limited_by: list[str]
 
 
+@final
 class RunLogFile(TypedDict):
     """``runs/<name>.json``: what each test of a run produced and used."""
 
