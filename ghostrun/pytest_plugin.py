@@ -48,6 +48,7 @@ It is inert for tests that use none of this.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import textwrap
 import warnings
@@ -211,8 +212,9 @@ class _Ghostrun:
         self.errors: list[Exception] = []
         self._restore_settings = (settings.suite_mode, settings.plugin_cassette_dir)
         self._restore_env = {name: os.environ.get(name) for name in _EXPORTED}
-        self._restore_log = _runlog.swap(_runlog.RunLog())
-        self._restore_autoflush = _runlog.set_autoflush(False)
+        # The plugin writes the run itself (at session finish), so not at exit.
+        self._run_log = contextlib.ExitStack()
+        self._run_log.enter_context(_runlog.PROCESS.collecting(autoflush=False))
         if mode is not None:
             settings.suite_mode = mode
             os.environ["GHOSTRUN_MODE"] = mode.value  # for the subprocesses tests start
@@ -253,8 +255,7 @@ class _Ghostrun:
                 os.environ[name] = value
         if self.guarded:
             _guard.release()
-        _runlog.swap(self._restore_log)
-        _runlog.set_autoflush(self._restore_autoflush)
+        self._run_log.close()
 
     # -- the marker's session, open from the first fixture to the last teardown --------
 
@@ -314,9 +315,9 @@ class _Ghostrun:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.worker:
             workeroutput: dict[str, Any] = self.config.workeroutput  # type: ignore[attr-defined]
-            workeroutput[_WORKER_OUTPUT] = _runlog.current().export()
+            workeroutput[_WORKER_OUTPUT] = _runlog.PROCESS.log.export()
             workeroutput[_STALE_OUTPUT] = _stale.take()
-            _runlog.current().clear()
+            _runlog.PROCESS.log.clear()
             return
         stale = _stale.take()
         if stale:  # one warning for the whole run
@@ -344,7 +345,7 @@ class _XdistController:
     def pytest_testnodedown(self, node: Any, error: object) -> None:
         exported = getattr(node, "workeroutput", {}).get(_WORKER_OUTPUT)
         if exported:
-            _runlog.current().merge(exported)
+            _runlog.PROCESS.log.merge(exported)
         _stale.add(getattr(node, "workeroutput", {}).get(_STALE_OUTPUT) or {})
 
 

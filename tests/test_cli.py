@@ -191,16 +191,13 @@ def test_check_lists_the_requests_that_missed(
 
     cassette_dir.mkdir()  # replay never creates it, run log included
     log = _runlog.RunLog()
-    previous = _runlog.swap(log)
-    try:
+    with _runlog.PROCESS.collecting(log):
         with (
             pytest.raises(ghostrun.CacheMiss),
             ghostrun.session(cassette_dir=cassette_dir, hosts=LOOPBACK, mode="replay", name="t"),
         ):
             httpx.post(provider.url("/v1/chat/completions"), json={"model": "m"})
         _runlog.write_run()
-    finally:
-        _runlog.swap(previous)
 
     assert _cli.main(["check", "--cassette-dir", str(cassette_dir)]) == 1
     out = capsys.readouterr().out
@@ -352,7 +349,7 @@ def test_diff_skips_a_snapshot_written_by_the_same_run_as_last(
     fields = {"kind": "contains", "criterion": "c", "reason": "r", "judge": None}
     for passed, snapshot in ((True, "v1"), (False, "v2")):
         log = _runlog.RunLog()
-        log.assertion(("t", None, tmp_path), text="x", passed=passed, **fields)
+        log.assertion(_runlog.Where("t", None, tmp_path), text="x", passed=passed, **fields)
         log.write(snapshot)
     os.utime(tmp_path / "runs" / "v1.json", (1, 1))  # v2 is the newest snapshot, but it is _last
 

@@ -26,11 +26,8 @@ LOOPBACK = ("127.0.0.1",)
 def log() -> Iterator[_runlog.RunLog]:
     """A fresh run log for this test; the suite's own run log is put back after."""
     fresh = _runlog.RunLog()
-    previous = _runlog.swap(fresh)
-    try:
+    with _runlog.PROCESS.collecting(fresh):
         yield fresh
-    finally:
-        _runlog.swap(previous)
 
 
 def chat(provider: ProviderSimulator, prompt: str) -> dict[str, Any]:
@@ -45,6 +42,32 @@ def only(documents: dict[Path, dict[str, Any]]) -> dict[str, Any]:
 
 
 # -- collecting ----------------------------------------------------------------------------
+
+
+def test_collecting_puts_back_the_log_and_the_exit_setting_it_replaced() -> None:
+    process = _runlog.PROCESS
+    before, autoflush = process.log, process.autoflush
+    with process.collecting(autoflush=not autoflush) as fresh:
+        assert process.log is fresh and fresh is not before and not fresh
+        assert process.autoflush is not autoflush
+        with process.collecting(_runlog.RunLog()) as inner:
+            assert process.log is inner and process.autoflush is not autoflush
+        assert process.log is fresh
+    assert process.log is before and process.autoflush is autoflush
+
+
+def test_an_outcome_is_logged_where_it_says_test_alias_and_directory(
+    log: _runlog.RunLog, cassette_dir: Path
+) -> None:
+    where = _runlog.Where("named", "tests/test_x.py::test_y", cassette_dir)
+    assert (where.test, where.alias, where.cassette_dir) == tuple(where)
+    log.assertion(
+        where, kind="contains", criterion="c", text="t", passed=True, reason="r", judge=None
+    )
+    log.outcome("tests/test_x.py::test_y", "passed")  # the test's id reaches its alias
+    test = log.documents()[cassette_dir.absolute()]["tests"]["named"]
+    assert test["outcome"] == "passed" and test["outputs"] == ["t"]
+    assert test["assertions"][0]["verdict"] == "PASS"
 
 
 def test_a_session_logs_outputs_verdicts_and_the_cassettes_it_used(
@@ -117,7 +140,7 @@ def test_a_reentered_session_counts_each_request_and_miss_once(
 def test_verdicts_used_is_null_when_the_run_judged_but_did_not_say_which(
     log: _runlog.RunLog, cassette_dir: Path
 ) -> None:
-    where = ("t", None, cassette_dir)
+    where = _runlog.Where("t", None, cassette_dir)
     fields: dict[str, Any] = {"criterion": "c", "text": "x", "passed": True, "reason": "r"}
     log.assertion(where, kind="satisfies", judge="ollama:llama3.2:3b", **fields)
     assert only(log.documents())["verdicts_used"] is None
@@ -128,11 +151,11 @@ def test_verdicts_used_is_null_when_the_run_judged_but_did_not_say_which(
 def test_an_exported_part_merges_into_one_complete_run(log: _runlog.RunLog, tmp_path: Path) -> None:
     fields: dict[str, Any] = {"kind": "contains", "criterion": "c", "reason": "r", "judge": None}
     worker = _runlog.RunLog()
-    worker.assertion(("a", None, tmp_path), text="A", passed=True, **fields)
+    worker.assertion(_runlog.Where("a", None, tmp_path), text="A", passed=True, **fields)
     worker.verdict("v1", tmp_path)
     worker.outcome("a", "passed")
-    log.assertion(("b", None, tmp_path), text="B", passed=False, **fields)
-    log.assertion(("a", None, tmp_path), text="A2", passed=True, **fields)
+    log.assertion(_runlog.Where("b", None, tmp_path), text="B", passed=False, **fields)
+    log.assertion(_runlog.Where("a", None, tmp_path), text="A2", passed=True, **fields)
     log.merge(worker.export())
 
     document = only(log.documents())
@@ -150,8 +173,8 @@ def test_write_puts_last_and_the_snapshot_in_each_directory(
     fields: dict[str, Any] = {"kind": "contains", "criterion": "c", "reason": "r", "judge": None}
     blocked = tmp_path / "blocked"
     blocked.write_text("a file where a directory should be")
-    log.assertion(("a", None, tmp_path / "one"), text="A", passed=True, **fields)
-    log.assertion(("b", None, blocked), text="B", passed=True, **fields)
+    log.assertion(_runlog.Where("a", None, tmp_path / "one"), text="A", passed=True, **fields)
+    log.assertion(_runlog.Where("b", None, blocked), text="B", passed=True, **fields)
 
     written, errors = _runlog.write_run("v1")
 

@@ -29,7 +29,7 @@ from simulator import ProviderSimulator
 
 import ghostrun
 from ghostrun._core._files import GITIGNORE
-from ghostrun._store import _inventory, _validate
+from ghostrun._store import _formats, _inventory, _validate
 from ghostrun._tools import _cli
 
 LOOPBACK = ("127.0.0.1",)
@@ -53,6 +53,43 @@ def run_log(directory: Path, used: list[str], **extra: Any) -> None:
     run = {"version": 1, "tests": {}, "cassettes_used": used, "verdicts_used": [], **extra}
     (directory / "runs").mkdir(parents=True, exist_ok=True)
     (directory / "runs" / "_last.json").write_text(json.dumps(run))
+
+
+# -- the format as types ----------------------------------------------------------------------
+
+
+def declared(kind: Any) -> set[str]:
+    """The fields a `_formats` type declares (required or not)."""
+    return set(kind.__annotations__)
+
+
+def test_a_written_cassette_holds_only_the_fields_its_types_declare(
+    provider: ProviderSimulator, cassette_dir: Path
+) -> None:
+    with ghostrun.session(cassette_dir=cassette_dir, hosts=("127.0.0.1",), name="t"):
+        httpx.post(provider.url("/v1/chat/completions"), json=BODY)
+    (path,) = cassette_dir.glob("*.json")
+    document = _validate.load(path, "cassette")
+    assert document is not None and "request" in document
+    assert set(document) == declared(_formats.CassetteFile)
+    assert {"method", "url"} <= set(document["request"]) <= declared(_formats.RequestRecord)
+    (response,) = document["responses"]
+    assert "status" in response and set(response) <= declared(_formats.ResponseRecord)
+    assert set(response.get("body", {})) <= declared(_formats.Body)
+
+
+def test_load_reads_each_kind_of_file_as_its_type(tmp_path: Path) -> None:
+    path = tmp_path / "runs" / "_last.json"
+    run_log(tmp_path, ["a" * 32])
+    document = _validate.load(path, "run log")
+    assert document == {
+        "version": 1,
+        "tests": {},
+        "cassettes_used": ["a" * 32],
+        "verdicts_used": [],
+    }
+    assert set(document) <= declared(_formats.RunLogFile)
+    assert _validate.load(tmp_path / "absent.json", "verdict") is None
 
 
 # -- appends across processes and sessions ---------------------------------------------------

@@ -88,13 +88,10 @@ def test_a_linked_runs_folder_gets_no_run_log_nor_report(
     run = {"version": 1, "tests": {}, "cassettes_used": [], "verdicts_used": []}
     (elsewhere / "_last.json").write_text(json.dumps(run))  # as if committed there
     log = _runlog.RunLog()
-    previous = _runlog.swap(log)
-    try:
+    with _runlog.PROCESS.collecting(log):
         with ghostrun.session(mode="replay", cassette_dir=cassette_dir, hosts=LOOPBACK, name="t"):
             httpx.post(provider.url("/v1/chat/completions"), json=BODY)
         written, errors = log.write()
-    finally:
-        _runlog.swap(previous)
     assert written == [] and "is a symbolic link" in str(errors[0])
     assert _cli.main(["report", "--cassette-dir", str(cassette_dir)]) == 2
     assert sorted(p.name for p in elsewhere.iterdir()) == ["_last.json"]

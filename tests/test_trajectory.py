@@ -261,16 +261,13 @@ def test_check_and_prune_keep_the_cassettes_a_committed_trajectory_names(
     from ghostrun._recording import _runlog
     from ghostrun._tools import _cli
 
-    saved = _runlog.swap(_runlog.RunLog())
-    try:
+    with _runlog.PROCESS.collecting(_runlog.RunLog()):
         run(tool_loop, agent_provider, cassette_dir, "record")
         _runlog.write_run()
         # A later run that did not run the agent's test (narrowed, or another script).
         with ghostrun.session(cassette_dir=cassette_dir, hosts=LOOPBACK, name="other"):
             tool_loop(agent_provider.base_url, max_steps=1)
         _runlog.write_run()
-    finally:
-        _runlog.swap(saved)
     capsys.readouterr()
     assert _cli.main(["check", "--cassette-dir", str(cassette_dir)]) == 0
     assert "OK: every cassette and verdict was used" in capsys.readouterr().out
@@ -335,13 +332,10 @@ def test_review_shows_the_tokens_a_prompt_change_costs_per_test_and_per_step(
 
     from ghostrun._recording import _runlog
 
-    saved = _runlog.swap(_runlog.RunLog())
-    try:
+    with _runlog.PROCESS.collecting(_runlog.RunLog()):
         new_process()
         run(tool_loop, agent_provider, after, "replay", system=longer)
         _runlog.write_run()
-    finally:
-        _runlog.swap(saved)
     report = tmp_path / "report.html"
     args = ["report", "--cassette-dir", str(after), "-o", str(report), "--prices", str(prices)]
     assert _cli.main(args) == 0

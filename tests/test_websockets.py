@@ -696,8 +696,7 @@ def test_what_a_test_asserts_on_before_the_connection_closes_is_scrubbed_from_th
     header_key = "0123456789abcdef" + "fedcba9876543210"  # no key shape: only remembering
     MEMORY.reset()
     log = _runlog.RunLog()
-    previous = _runlog.swap(log)
-    try:
+    with _runlog.PROCESS.collecting(log):
         with WebSocketSimulator(echo_auth=True) as ws, _session(cassette_dir, "record"):
             echo_url = ws.url("/echo")
             with sync_client.connect(echo_url, additional_headers={"api-key": header_key}) as conn:
@@ -707,8 +706,6 @@ def test_what_a_test_asserts_on_before_the_connection_closes_is_scrubbed_from_th
             bearer = {"Authorization": f"Bearer {header_key}"}
             with sync_client.connect(ws.url("/v1/realtime"), additional_headers=bearer) as conn:
                 ghostrun.expect(conn.recv()).contains("session.created")
-    finally:
-        _runlog.swap(previous)
     text = json.dumps(list(log.documents().values()))
     assert "session.created" in text and "sent with" in text
     for secret in (field_key, header_key, "ek_sim0123"):
@@ -748,14 +745,11 @@ def test_show_and_check_read_a_websocket_cassette(
     assert "  x closed by server: 1000 'bye'" in shown
 
     def run(talks: bool) -> None:
-        previous = _runlog.swap(_runlog.RunLog())
-        try:
+        with _runlog.PROCESS.collecting(_runlog.RunLog()):
             with _session(cassette_dir, "replay"):
                 if talks:
                     _raw_sync(url)
             _runlog.write_run()
-        finally:
-            _runlog.swap(previous)
 
     run(talks=True)
     assert _cli.main(["check", "--cassette-dir", str(cassette_dir)]) == 0  # the replay used it

@@ -19,11 +19,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from .._core._public import public
 from .._recording._session import Session
-from .._recording._steps import Step, answer_text, endpoint, settled, tokens_used, tool_calls
+from .._recording._steps import (
+    Step,
+    Tokens,
+    ToolCall,
+    answer_text,
+    endpoint,
+    settled,
+    tokens_used,
+    tool_calls,
+)
 from ._outcome import block, check, failure_message
 
 __all__ = ["TrajectoryExpectation", "expect_trajectory"]
@@ -34,9 +42,9 @@ class _Read:
     """A step as the checks see it."""
 
     endpoint: str
-    calls: list[dict[str, Any]]
+    calls: list[ToolCall]
     text: str
-    tokens: dict[str, int] | None
+    tokens: Tokens | None
 
 
 @public
@@ -57,7 +65,7 @@ class TrajectoryExpectation:
         self._steps = [_read(step) for step in settled(list(steps))]
 
     @property
-    def tool_calls(self) -> list[dict[str, Any]]:
+    def tool_calls(self) -> list[ToolCall]:
         """Every tool call of the run, in order, each ``{"name", "arguments"}``."""
         return [call for step in self._steps for call in step.calls]
 
@@ -67,7 +75,7 @@ class TrajectoryExpectation:
         return len(self._steps)
 
     @property
-    def tokens(self) -> dict[str, int]:
+    def tokens(self) -> Tokens:
         """Tokens in and out over the whole run (steps whose provider said)."""
         counted = [step.tokens for step in self._steps if step.tokens]
         return {"in": sum(t["in"] for t in counted), "out": sum(t["out"] for t in counted)}
@@ -162,5 +170,5 @@ def _names(step: _Read) -> list[str]:
     return [call["name"] for call in step.calls]
 
 
-def _call_text(call: dict[str, Any]) -> str:
+def _call_text(call: ToolCall) -> str:
     return f"{call['name']}({call['arguments']!r})"[:80]

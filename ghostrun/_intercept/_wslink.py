@@ -32,7 +32,7 @@ import os
 import threading
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar, cast
 from urllib.parse import parse_qsl
 
 from .._core._exceptions import CacheMiss, CassetteError
@@ -41,6 +41,7 @@ from .._core._lock import cassette_lock
 from .._core._modes import Mode
 from .._recording._deck import Deck
 from .._store import _validate
+from .._store._formats import FrameEvent
 from .._store._keys import canonical_url
 from .._store._render import render_body
 from .._store._wscassette import (
@@ -64,6 +65,7 @@ from ._engine import route
 __all__ = ["NeedsLive", "Player", "Recorder", "Replaying", "open_link"]
 
 Taped = TypeVar("Taped")
+Side = Literal["client", "server"]
 
 
 class NeedsLive(Exception):
@@ -126,12 +128,12 @@ def _no_recording(deck: Deck, url: str) -> CacheMiss:
     )
 
 
-def hooked(deck: Deck, url: str, event: dict[str, Any], secrets: frozenset[str]) -> dict[str, Any]:
+def hooked(deck: Deck, url: str, event: FrameEvent, secrets: frozenset[str]) -> FrameEvent:
     """One frame as the session's ``redact=`` hook leaves it (DESIGN §4: the hook applies to
     every file ghostrun writes). The hook sees a frame as it sees an HTTP exchange: a client
     frame as the request's body, a server frame as the response's. What it changes is learnt
     for the run log, and no secret it puts back is kept."""
-    side = "client" if "client" in event else "server" if "server" in event else None
+    side: Side | None = "client" if "client" in event else "server" if "server" in event else None
     if deck.redactor.hook is None or side is None:
         return event
     part = "request" if side == "client" else "response"
@@ -149,7 +151,7 @@ def hooked(deck: Deck, url: str, event: dict[str, Any], secrets: frozenset[str])
             f"the redact hook left a WebSocket {side} frame that is not a frame ({exc}): "
             f'keep {part}["body"] a dict with one of json, text, binary_json, base64'
         ) from None
-    return redact_event({side: frame}, secrets)
+    return redact_event(cast(FrameEvent, {side: frame}), secrets)  # a frame: checked above
 
 
 class Player:

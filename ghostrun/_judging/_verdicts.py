@@ -36,6 +36,7 @@ from .._recording import _runlog, _session
 from .._recording._deck import Deck
 from .._secrets._scrub import scrub_text as _scrub
 from .._store import _validate
+from .._store._formats import VerdictFile, VerdictWord
 from ._judges import (
     PROMPT_TEMPLATE_VERSION,
     Judge,
@@ -124,7 +125,7 @@ def _record(
     plan: Sequence[_Draw],
     draws: Sequence[RawVerdict],
     edits: Mapping[str, str] | None = None,
-) -> dict[str, Any]:
+) -> VerdictFile:
     """The verdict file's content: everything a reviewer needs to judge the judge.
 
     Scrubbed like a run log: of every credential seen, and of what the session's
@@ -158,11 +159,11 @@ def _record(
     }
 
 
-def _word(passed: bool) -> str:
+def _word(passed: bool) -> VerdictWord:
     return "PASS" if passed else "FAIL"
 
 
-def _from_record(record: dict[str, Any]) -> Verdict:
+def _from_record(record: VerdictFile) -> Verdict:
     """A cached Verdict from a file `ghostrun._store._validate` checked."""
     return Verdict(
         record["verdict"] == "PASS",

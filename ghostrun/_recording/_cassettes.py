@@ -171,7 +171,7 @@ class Cassettes:
                 return 0
             cassette = Cassette.load(path)  # as it is on disk now, or a new one
             if cassette is None:
-                cassette = Cassette(path, key, {}, [])
+                cassette = Cassette(path, key, entry["request"], [])
         label = self._run_for_writing(key, cassette)
         stale_from = self._stale_from.pop(key, None)
         if stale_from is not None:  # auto re-records a stale run from there on

@@ -11,6 +11,7 @@ cassette does.
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from typing import Any
 
 from .._core._age import today
@@ -64,7 +65,7 @@ class EntryRedactor:
             return {"body": {"text": note}}
         return request
 
-    def redacted(self, info: RequestInfo, response: dict[str, Any]) -> dict[str, Any]:
+    def redacted(self, info: RequestInfo, response: Mapping[str, Any]) -> dict[str, Any]:
         """An entry with every credential masked, then the user's hook applied."""
         entry = {
             "request": {

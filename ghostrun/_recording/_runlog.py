@@ -65,9 +65,11 @@ import sys
 import threading
 import uuid
 import weakref
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import NamedTuple, TypedDict
 
 import orjson
 
@@ -77,24 +79,32 @@ from .._core._files import dump_json, write_atomic
 from .._core._modes import Mode
 from .._secrets._scrub import scrub_text
 from .._store import _validate
+from .._store._formats import (
+    AssertionRecord,
+    MissRecord,
+    RunLogEntry,
+    RunLogFile,
+    SelectionRecord,
+    UsedRecord,
+)
 from ._deck import Deck, current_test_id
 from ._session import current_deck
 
 __all__ = [
     "LAST",
     "OUTCOMES",
+    "PROCESS",
     "RUN_FORMAT_VERSION",
+    "ProcessRun",
     "RunLog",
+    "Where",
     "check_snapshot_name",
-    "current",
     "load_run",
     "record_assertion",
     "run_limited_by",
     "runs_dir",
     "session_closed",
-    "set_autoflush",
     "snapshot_from_env",
-    "swap",
     "test_outcome",
     "verdict_in_test",
     "verdict_used",
@@ -107,6 +117,39 @@ RUN_ID_ENV = "GHOSTRUN_RUN_ID"
 OUTCOMES = ("passed", "failed", "error", "skipped")
 SNAPSHOT_ENV = "GHOSTRUN_SNAPSHOT"
 _SNAPSHOT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+class Where(NamedTuple):
+    """Whose an outcome is: the test's name in the log, its id if a framework knows it
+    (an alias when a session's ``name`` differs), and the cassette directory."""
+
+    test: str
+    alias: str | None
+    cassette_dir: Path
+
+
+class _TestLog(TypedDict):
+    """A test while the run collects: its `RunLogEntry` to be, and the names it goes by."""
+
+    outputs: list[str]
+    assertions: list[AssertionRecord]
+    requests: dict[str, int]
+    cassettes: list[UsedRecord]
+    verdicts: list[UsedRecord]
+    ignore_fields: list[str]
+    aliases: list[str]
+
+
+class _DirLog(TypedDict):
+    """One cassette directory's part of the run while it collects (`RunLog.export` sends
+    it with its sets as sorted lists)."""
+
+    tests: dict[str, _TestLog]
+    cassettes_used: set[str]
+    verdicts_used: set[str]
+    judged: bool
+    misses: list[MissRecord]
+    replay: bool | None  # True: only replay used it, so a missing one is not made
 
 
 def runs_dir(cassette_dir: Path) -> Path:
@@ -132,7 +175,7 @@ class RunLog:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._dirs: dict[str, dict[str, Any]] = {}
+        self._dirs: dict[str, _DirLog] = {}
         self._outcomes: dict[str, str] = {}
         self.limited_by: list[str] = []  # how the run was narrowed (-k, --lf, paths), if it was
         self._seen: weakref.WeakKeyDictionary[Deck, tuple[int, int, int, int]] = (
@@ -146,7 +189,7 @@ class RunLog:
 
     def assertion(
         self,
-        where: tuple[str, str | None, Path],
+        where: Where,
         *,
         kind: str,
         criterion: str,
@@ -155,11 +198,10 @@ class RunLog:
         reason: str,
         judge: str | None,
     ) -> None:
-        name, alias, directory = where
         with self._lock:
-            log = self._dir(directory)
-            test = _test(log, name, alias)
-            outputs: list[str] = test["outputs"]
+            log = self._dir(where.cassette_dir)
+            test = _test(log, where.test, where.alias)
+            outputs = test["outputs"]
             if text not in outputs:
                 outputs.append(text)
             test["assertions"].append(
@@ -174,7 +216,7 @@ class RunLog:
             )
             log["judged"] = log["judged"] or judge is not None
 
-    def session(self, deck: Deck, where: tuple[str, str | None, Path]) -> None:
+    def session(self, deck: Deck, where: Where) -> None:
         """Count what a session did since it was last seen (a session may be re-entered)."""
         name, alias, directory = where
         with self._lock:
@@ -198,11 +240,11 @@ class RunLog:
         with self._lock:
             self._dir(directory)["verdicts_used"].add(key)
 
-    def verdict_in_test(
-        self, key: str, directory: Path, how: str, test: tuple[str, str | None]
-    ) -> None:
+    def verdict_in_test(self, key: str, directory: Path, how: str, where: Where) -> None:
+        """``where``: the test (its cassette directory aside: ``directory`` holds the verdict)."""
         with self._lock:
-            _test(self._dir(directory), *test)["verdicts"].append({"key": key, "how": how})
+            test = _test(self._dir(directory), where.test, where.alias)
+            test["verdicts"].append({"key": key, "how": how})
 
     def mode_seen(self, directory: Path, mode: Mode) -> None:
         """Something in ``mode`` used this directory outside any session."""
@@ -216,7 +258,7 @@ class RunLog:
         with self._lock:
             self._outcomes[name] = outcome
 
-    def _dir(self, directory: Path) -> dict[str, Any]:
+    def _dir(self, directory: Path) -> _DirLog:
         key = _absolute.get(directory)  # every session closing asks: the same few directories
         if key is None:
             path = Path(directory)
@@ -231,7 +273,7 @@ class RunLog:
                 "verdicts_used": set(),
                 "judged": False,
                 "misses": [],
-                "replay": None,  # True: only replay used it, so a missing one is not made
+                "replay": None,
             }
         return log
 
@@ -267,7 +309,7 @@ class RunLog:
                 if part.get("replay") is not None:
                     log["replay"] = _only_replay(log["replay"], part["replay"])
 
-    def documents(self, name: str = LAST) -> dict[Path, dict[str, Any]]:
+    def documents(self, name: str = LAST) -> dict[Path, RunLogFile]:
         """The run file of each cassette directory, as written under ``runs/``."""
         finished = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         run_id = os.environ.get(RUN_ID_ENV) or uuid.uuid4().hex
@@ -277,10 +319,8 @@ class RunLog:
                 for path, log in self._dirs.items()
             }
 
-    def _document(
-        self, log: dict[str, Any], name: str, run_id: str, finished: str
-    ) -> dict[str, Any]:
-        tests = {}
+    def _document(self, log: _DirLog, name: str, run_id: str, finished: str) -> RunLogFile:
+        tests: dict[str, RunLogEntry] = {}
         for test_name, test in log["tests"].items():
             outcome = self._outcomes.get(test_name)
             for alias in test["aliases"]:
@@ -347,7 +387,7 @@ def _only_replay(seen: bool | None, replay: bool) -> bool:
     return replay if seen is None else seen and replay
 
 
-def _joined(document: dict[str, Any], path: Path) -> dict[str, Any]:
+def _joined(document: RunLogFile, path: Path) -> RunLogFile:
     """Fold in the file's earlier part of the same run (processes run one after another).
 
     A run that spans several processes (unittest, then pytest, then a script)
@@ -362,22 +402,26 @@ def _joined(document: dict[str, Any], path: Path) -> dict[str, Any]:
         return document
     if earlier.get("run_id") != document["run_id"]:
         return document
-    verdicts = [earlier.get("verdicts_used"), document["verdicts_used"]]
+    before, now = earlier.get("verdicts_used"), document.get("verdicts_used")
+    verdicts_used = None if before is None or now is None else sorted({*before, *now})
     return {
         **document,
         "tests": {**earlier.get("tests", {}), **document["tests"]},
-        "cassettes_used": sorted({*earlier.get("cassettes_used", []), *document["cassettes_used"]}),
-        "verdicts_used": None if None in verdicts else sorted({*verdicts[0], *verdicts[1]}),
-        "misses": [*earlier.get("misses", []), *document["misses"]],
+        "cassettes_used": sorted(
+            {*earlier.get("cassettes_used", []), *document.get("cassettes_used", [])}
+        ),
+        "verdicts_used": verdicts_used,
+        "misses": [*earlier.get("misses", []), *document.get("misses", [])],
         "selection": {"limited_by": _limits(earlier) + _limits(document)},
     }
 
 
-def _limits(document: dict[str, Any]) -> list[str]:
-    return list((document.get("selection") or {}).get("limited_by") or [])
+def _limits(document: RunLogFile) -> list[str]:
+    selection: SelectionRecord = document.get("selection") or {}
+    return list(selection.get("limited_by") or [])
 
 
-def _with_previous(document: dict[str, Any], path: Path) -> dict[str, Any]:
+def _with_previous(document: RunLogFile, path: Path) -> RunLogFile:
     """Note how many tests the run before this one ran, for `ghostrun check`'s partial-run warning.
 
     A run that spans processes (``GHOSTRUN_RUN_ID``) keeps what its first part found, and
@@ -402,8 +446,8 @@ def _scrub(text: str, deck: Deck | None) -> str:
     return scrub_text(text, edits=deck.hook_edits if deck is not None else None)
 
 
-def _test(log: dict[str, Any], name: str, alias: str | None) -> dict[str, Any]:
-    test: dict[str, Any] | None = log["tests"].get(name)
+def _test(log: _DirLog, name: str, alias: str | None) -> _TestLog:
+    test = log["tests"].get(name)
     if test is None:
         test = {
             "outputs": [],
@@ -420,7 +464,8 @@ def _test(log: dict[str, Any], name: str, alias: str | None) -> dict[str, Any]:
     return test
 
 
-def _merge_test(ours: dict[str, Any], theirs: dict[str, Any]) -> None:
+def _merge_test(ours: _TestLog, theirs: _TestLog) -> None:
+    """Fold another process's test (`RunLog.export`) into ours."""
     offset: dict[int, int] = {}
     for index, text in enumerate(theirs["outputs"]):
         if text not in ours["outputs"]:
@@ -436,7 +481,7 @@ def _merge_test(ours: dict[str, Any], theirs: dict[str, Any]) -> None:
     _add_new(ours["aliases"], theirs["aliases"])
 
 
-def _add_new(items: list[Any], more: Any) -> None:
+def _add_new(items: list[str], more: Iterable[str]) -> None:
     """Append what ``items`` lacks of ``more``, in order."""
     for item in more:
         if item not in items:
@@ -448,15 +493,67 @@ _absolute: dict[Path, str] = {}  # an absolute cassette directory: its key in `R
 
 # -- the process's run: what the rest of ghostrun calls ------------------------------------
 
-_log = RunLog()
-_autoflush = True
-_atexit_registered = False
+
+class ProcessRun:
+    """The run this process collects: its `RunLog`, and who writes it.
+
+    One object, `PROCESS`, that every function below reads. By default the run
+    is written at interpreter exit (``autoflush``); the pytest plugin turns that
+    off for its session, since it writes at session finish (or, on an xdist
+    worker, hands the run to the controller instead). Code that needs a run of
+    its own (the plugin, a test) collects inside `collecting`, which puts the
+    previous log and setting back when it ends::
+
+        with _runlog.PROCESS.collecting() as log:   # a fresh RunLog
+            ...                                       # sessions and assertions fill it
+        log.documents()
+    """
+
+    def __init__(self) -> None:
+        self.log = RunLog()
+        self.autoflush = True
+        self._atexit_registered = False
+
+    @contextmanager
+    def collecting(
+        self, log: RunLog | None = None, *, autoflush: bool | None = None
+    ) -> Iterator[RunLog]:
+        """Collect into ``log`` (a fresh one by default) until the block ends; ``autoflush``:
+        whether the run is written at exit meanwhile (unchanged by default)."""
+        previous = self.log, self.autoflush
+        self.log = RunLog() if log is None else log
+        if autoflush is not None:
+            self.autoflush = autoflush
+        try:
+            yield self.log
+        finally:
+            self.log, self.autoflush = previous
+
+    def arm_atexit(self) -> None:
+        """Have the run written at exit, once, unless someone else writes it."""
+        if self.autoflush and not self._atexit_registered:
+            self._atexit_registered = True
+            atexit.register(self._flush_at_exit)
+
+    def _flush_at_exit(self) -> None:
+        if not self.autoflush:
+            return
+        errors: list[Exception]
+        try:
+            errors = list(write_run()[1])
+        except ValueError as exc:  # a bad GHOSTRUN_SNAPSHOT: say so, without a traceback at exit
+            errors = [exc]
+        for error in errors:
+            print(f"ghostrun: could not write the run log: {error}", file=sys.stderr)
+
+
+PROCESS = ProcessRun()
 
 
 def session_closed(deck: Deck) -> None:
     """Called when a session's outermost block ends (a `Deck` subscriber)."""
-    _log.session(deck, _where_session(deck))
-    _arm_atexit()
+    PROCESS.log.session(deck, _where_session(deck))
+    PROCESS.arm_atexit()
 
 
 def record_assertion(
@@ -472,8 +569,8 @@ def record_assertion(
     found = current_deck()
     where = _where_session(found) if found is not None else _where_default()
     if found is None:
-        _log.mode_seen(where[2], resolve_mode(None))
-    _log.assertion(
+        PROCESS.log.mode_seen(where.cassette_dir, resolve_mode(None))
+    PROCESS.log.assertion(
         where,
         kind=kind,
         criterion=_scrub(criterion, found),
@@ -482,12 +579,12 @@ def record_assertion(
         reason=_scrub(reason, found),
         judge=judge,
     )
-    _arm_atexit()
+    PROCESS.arm_atexit()
 
 
 def test_outcome(name: str, outcome: str) -> None:
     """A framework reports how a test ended: passed, failed, error or skipped."""
-    _log.outcome(name, outcome)
+    PROCESS.log.outcome(name, outcome)
 
 
 test_outcome.__test__ = False  # type: ignore[attr-defined]  # not a test, despite its name
@@ -495,7 +592,7 @@ test_outcome.__test__ = False  # type: ignore[attr-defined]  # not a test, despi
 
 def run_limited_by(limits: list[str]) -> None:
     """How this run was narrowed (``-k``, ``--lf``, test paths): written into the run log."""
-    _log.limited_by = list(limits)
+    PROCESS.log.limited_by = list(limits)
 
 
 def verdict_used(key: str, cassette_dir: Path, mode: Mode | None = None) -> None:
@@ -503,9 +600,9 @@ def verdict_used(key: str, cassette_dir: Path, mode: Mode | None = None) -> None
 
     ``mode`` is given when no session governs the grading.
     """
-    _log.verdict(key, cassette_dir)
+    PROCESS.log.verdict(key, cassette_dir)
     if mode is not None:
-        _log.mode_seen(cassette_dir, mode)
+        PROCESS.log.mode_seen(cassette_dir, mode)
 
 
 def verdict_in_test(key: str, cassette_dir: Path, how: str) -> None:
@@ -515,7 +612,7 @@ def verdict_in_test(key: str, cassette_dir: Path, how: str) -> None:
     """
     found = current_deck()
     where = _where_session(found) if found is not None else _where_default()
-    _log.verdict_in_test(key, cassette_dir, how, where[:2])
+    PROCESS.log.verdict_in_test(key, cassette_dir, how, where)
 
 
 def write_run(snapshot: str | None = None) -> tuple[list[Path], list[CassetteError]]:
@@ -525,12 +622,13 @@ def write_run(snapshot: str | None = None) -> tuple[list[Path], list[CassetteErr
     """
     if snapshot is None:
         snapshot = snapshot_from_env()
-    if not _log:
+    log = PROCESS.log
+    if not log:
         return [], []
     try:
-        return _log.write(snapshot)
+        return log.write(snapshot)
     finally:
-        _log.clear()
+        log.clear()
 
 
 def snapshot_from_env() -> str | None:
@@ -538,7 +636,7 @@ def snapshot_from_env() -> str | None:
     return check_snapshot_name(value) if value else None
 
 
-def load_run(path: Path) -> dict[str, Any]:
+def load_run(path: Path) -> RunLogFile:
     """A run file, checked (`_store._validate`): a CassetteError names the file and field."""
     data = _validate.load(path, "run log")
     if data is None:
@@ -546,59 +644,15 @@ def load_run(path: Path) -> dict[str, Any]:
     return data
 
 
-def _where_session(deck: Deck) -> tuple[str, str | None, Path]:
+def _where_session(deck: Deck) -> Where:
     test_id = current_test_id()
-    return deck.name or test_id or _script_name(), test_id, deck.cassette_dir
+    return Where(deck.name or test_id or _script_name(), test_id, deck.cassette_dir)
 
 
-def _where_default() -> tuple[str, str | None, Path]:
+def _where_default() -> Where:
     test_id = current_test_id()
-    return test_id or _script_name(), test_id, settings.resolve_cassette_dir()
+    return Where(test_id or _script_name(), test_id, settings.resolve_cassette_dir())
 
 
 def _script_name() -> str:
     return os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "__main__"
-
-
-# -- who writes: the pytest plugin, or the end of the process ------------------------------
-
-
-def set_autoflush(enabled: bool) -> bool:
-    """Whether the run is written at interpreter exit; returns the previous setting.
-
-    The pytest plugin turns it off: it writes at session finish (or, on an
-    xdist worker, hands the run to the controller instead).
-    """
-    global _autoflush
-    previous, _autoflush = _autoflush, enabled
-    return previous
-
-
-def swap(log: RunLog) -> RunLog:
-    """Collect into ``log`` from now on; returns the log collected so far."""
-    global _log
-    previous, _log = _log, log
-    return previous
-
-
-def current() -> RunLog:
-    return _log
-
-
-def _arm_atexit() -> None:
-    global _atexit_registered
-    if _autoflush and not _atexit_registered:
-        _atexit_registered = True
-        atexit.register(_flush_at_exit)
-
-
-def _flush_at_exit() -> None:
-    if not _autoflush:
-        return
-    errors: list[Exception]
-    try:
-        errors = list(write_run()[1])
-    except ValueError as exc:  # a bad GHOSTRUN_SNAPSHOT: say so, without a traceback at exit
-        errors = [exc]
-    for error in errors:
-        print(f"ghostrun: could not write the run log: {error}", file=sys.stderr)

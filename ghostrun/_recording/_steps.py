@@ -29,6 +29,7 @@ from urllib.parse import unquote, urlsplit
 import orjson
 
 from .._store._cassette import Recording
+from .._store._formats import TokensRecord, ToolCallRecord
 from .._wire._eventstream import read_frames
 
 __all__ = [
@@ -46,8 +47,8 @@ __all__ = [
     "tool_calls",
 ]
 
-ToolCall = dict[str, Any]  # {"name": str, "arguments": Any}
-Tokens = dict[str, int]  # {"in": int, "out": int}
+ToolCall = ToolCallRecord  # {"name": str, "arguments": Any}, as the trajectory file keeps it
+Tokens = TokensRecord  # {"in": int, "out": int}
 
 _PROMPT_WORDS = 8
 _IN = ("prompt_tokens", "input_tokens", "promptTokenCount", "inputTokens", "prompt_eval_count")

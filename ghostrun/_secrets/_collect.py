@@ -19,7 +19,7 @@ from urllib.parse import parse_qsl
 
 import orjson
 
-from .._wire._bodies import encode_body
+from .._wire._bodies import Body, encode_body
 from .._wire._multipart import multipart_parts
 from ._credentials import (
     MINTED_SHAPES,
@@ -88,7 +88,7 @@ def request_secrets_of(
     return carried_secrets(headers, query) | entry_secrets(part)
 
 
-def request_body(body: bytes, content_type: str) -> dict[str, Any]:
+def request_body(body: bytes, content_type: str) -> Body:
     """A request body as stored: JSON whenever the key reads it as JSON."""
     return encode_body(body, "application/json" if body[:1] in (b"{", b"[") else content_type)
 

@@ -1,6 +1,7 @@
 """Cassettes on disk: the match key, the file format, checking and pruning (DESIGN §3).
 
     _keys         the match key of a request
+    _formats      every file's format as types: cassettes, trajectories, verdicts, run logs
     _cassette     one request's cassette: its responses, runs and writes
     _wscassette   a WebSocket conversation's cassette (I/O-free)
     _trajectory   a test's trajectory file: its steps in order (path, format, writes)

@@ -52,7 +52,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from http import HTTPStatus
 from pathlib import Path
-from typing import Any
+from typing import Any, Final, cast
 
 from .._core._exceptions import CassetteError
 from .._core._files import create_atomic, dump_json, write_atomic
@@ -64,6 +64,7 @@ from .._wire._bodies import (
     json_body_bytes,
 )
 from . import _validate
+from ._formats import CassetteFile, Headers, RequestRecord, ResponseRecord
 from ._limits import LIMITS, limit_message
 
 __all__ = [
@@ -80,7 +81,7 @@ __all__ = [
 ]
 
 FORMAT_VERSION = _validate.FORMAT_VERSIONS["cassette"]
-RUN_FIELD = "session"
+RUN_FIELD: Final = "session"
 _JSON_KEYS = frozenset({"json", "format"})
 
 
@@ -127,8 +128,8 @@ class Cassette:
         self,
         path: str | Path,
         key: str,
-        request: dict[str, Any],
-        raw_responses: list[dict[str, Any]],
+        request: RequestRecord,
+        raw_responses: list[ResponseRecord],
     ) -> None:
         self.path = path
         self.key = key
@@ -156,7 +157,7 @@ class Cassette:
         return create_atomic(self.path, self._dumped())
 
     def _dumped(self) -> bytes:
-        document = {
+        document: CassetteFile = {
             "key": self.key,
             "request": _sorted(self.request),
             "responses": [_ordered_response(raw) for raw in self.raw_responses],
@@ -174,7 +175,7 @@ class Cassette:
         """The run a session named ``name`` uses: its own, else the file's first."""
         return choose_run(self.raw_responses, name)
 
-    def add(self, response: dict[str, Any], label: str | None) -> int:
+    def add(self, response: ResponseRecord, label: str | None) -> int:
         """Add ``response`` at the end of run ``label``; its index within the run."""
         if label is not None:
             response = {**response, RUN_FIELD: label}
@@ -187,7 +188,7 @@ class Cassette:
         self.raw_responses = [r for r in self.raw_responses if r.get(RUN_FIELD) != label]
 
 
-def choose_run(raw_responses: list[dict[str, Any]], name: str | None) -> str | None:
+def choose_run(raw_responses: list[ResponseRecord], name: str | None) -> str | None:
     """A session's own run if the responses hold one, else the first run, else its own."""
     first = _NO_RUN
     for raw in raw_responses:
@@ -223,16 +224,18 @@ def read_run(
     return label, [_decode_response(raw, path) for raw in chosen]
 
 
-def _read(path: str | Path) -> tuple[str, dict[str, Any], list[dict[str, Any]]] | None:
+def _read(path: str | Path) -> tuple[str, RequestRecord, list[ResponseRecord]] | None:
     """(key, request, raw responses) of the cassette at ``path``, checked; None if there is none."""
     data = _validate.load(path, "cassette")
     if data is None:
         return None
-    return data["key"], data["request"], data["responses"]
+    if "request" in data:
+        return data["key"], data["request"], data["responses"]
+    raise KeyError("request")  # a WebSocket conversation's (`_wscassette`): not a request's
 
 
-def encode_response(recording: Recording, content_type: str) -> dict[str, Any]:
-    entry: dict[str, Any] = {
+def encode_response(recording: Recording, content_type: str) -> ResponseRecord:
+    entry: ResponseRecord = {
         "status": recording.status,
         "headers": _headers_to_json(recording.headers),
     }
@@ -243,7 +246,7 @@ def encode_response(recording: Recording, content_type: str) -> dict[str, Any]:
     if recording.stream_error is not None:
         kind, message = recording.stream_error
         entry["stream_error"] = {"type": kind, "message": message}
-    if _kept_reason(recording):
+    if recording.reason is not None and _kept_reason(recording):
         entry["reason"] = recording.reason
     if recording.recorded_on:
         entry["recorded_on"] = recording.recorded_on
@@ -261,7 +264,7 @@ def _kept_reason(recording: Recording) -> bool:
     )
 
 
-def _decode_response(raw: dict[str, Any], path: str | Path) -> Recording:
+def _decode_response(raw: ResponseRecord, path: str | Path) -> Recording:
     try:
         status, headers = int(raw["status"]), _headers_from_json(raw.get("headers") or {})
         body = raw.get("body")
@@ -310,20 +313,20 @@ def _sorted(value: Any) -> Any:
     return value
 
 
-def _ordered_response(raw: dict[str, Any]) -> dict[str, Any]:
+def _ordered_response(raw: ResponseRecord) -> ResponseRecord:
     """A response entry's own keys sorted; its headers and body values as the provider sent them."""
-    out = {key: raw[key] for key in sorted(raw)}
+    out: dict[str, Any] = {key: value for key, value in sorted(raw.items())}
     body = out.get("body")
     if isinstance(body, dict):
         out["body"] = {key: body[key] for key in sorted(body)}
     error = out.get("stream_error")
     if isinstance(error, dict):
         out["stream_error"] = _sorted(error)
-    return out
+    return cast(ResponseRecord, out)  # the same entry, its keys in another order
 
 
-def _headers_to_json(headers: list[tuple[str, str]]) -> dict[str, str | list[str]]:
-    out: dict[str, str | list[str]] = {}
+def _headers_to_json(headers: list[tuple[str, str]]) -> Headers:
+    out: Headers = {}
     for name, value in headers:
         seen = out.get(name)
         if seen is None:
@@ -335,7 +338,7 @@ def _headers_to_json(headers: list[tuple[str, str]]) -> dict[str, str | list[str
     return out
 
 
-def _headers_from_json(headers: dict[str, str | list[str]]) -> list[tuple[str, str]]:
+def _headers_from_json(headers: Headers) -> list[tuple[str, str]]:
     if list not in map(type, headers.values()):  # no header was sent twice: nearly always
         return list(headers.items())  # type: ignore[arg-type]
     pairs = []

@@ -14,12 +14,14 @@ when the run skipped its test.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .._core._age import is_stale, parse_max_age
 from . import _inventory, _validate
+from ._formats import MissRecord, RunLogFile
 
 __all__ = ["Unused", "check", "older_than", "prune"]
 
@@ -28,7 +30,7 @@ __all__ = ["Unused", "check", "older_than", "prune"]
 class Unused:
     """What a run left untouched in a cassette directory, and what it missed."""
 
-    run: dict[str, Any]
+    run: RunLogFile
     inventory: _inventory.Inventory
     cassettes: list[Path] = field(default_factory=list)
     verdicts: list[Path] = field(default_factory=list)
@@ -40,7 +42,7 @@ class Unused:
         return self.cassettes + self.verdicts + self.inventory.leftovers
 
     @property
-    def misses(self) -> list[dict[str, Any]]:
+    def misses(self) -> list[MissRecord]:
         """The requests and verdicts the run could not replay (``{test, message}``)."""
         return list(self.run.get("misses") or [])
 
@@ -50,7 +52,7 @@ class Unused:
         return _inventory.partial_run(self.run)
 
 
-def check(directory: Path, run: dict[str, Any]) -> Unused:
+def check(directory: Path, run: RunLogFile) -> Unused:
     """The files of ``directory`` that ``run`` (a checked run log) did not use."""
     found = Unused(run, _inventory.take(directory))
     used = set(run.get("cassettes_used") or ()) | found.inventory.trajectory_keys
@@ -97,6 +99,6 @@ def older_than(directory: Path, age: str) -> tuple[list[tuple[Path, str]], int]:
 
 
 def _responses(path: Path) -> list[dict[str, Any]]:
-    document = _validate.load(path, "cassette") or {}
+    document: Mapping[str, Any] = _validate.load(path, "cassette") or {}
     responses = document.get("responses")
     return [r for r in responses if isinstance(r, dict)] if isinstance(responses, list) else []

@@ -29,12 +29,12 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from .._core._files import is_lock, is_temp, temp_owner
 from .._core._lock import is_held, try_remove_stale_lock
 from .._core._words import plural
 from . import _validate
+from ._formats import RunLogFile
 from ._trajectory import TRAJECTORIES
 
 __all__ = ["TEMP_MAX_AGE", "Inventory", "partial_run", "remove", "take"]
@@ -153,7 +153,7 @@ def remove(path: Path) -> bool:
     return True
 
 
-def partial_run(run: dict[str, Any]) -> list[str]:
+def partial_run(run: RunLogFile) -> list[str]:
     """Why the run looks partial (empty if it does not), naming what each reason is based on."""
     reasons = [
         f"it was narrowed: {limit}"

@@ -35,10 +35,10 @@ import hashlib
 import os
 import re
 from pathlib import Path
-from typing import Any, TypedDict
 
 from .._core._files import dump_json, write_atomic
 from . import _validate
+from ._formats import StepRecord, TrajectoryFile
 
 __all__ = [
     "FORMAT_VERSION",
@@ -56,26 +56,7 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _MAX_STEM = 120
 
 
-class StepRecord(TypedDict):
-    """One step as the file stores it."""
-
-    session: int
-    method: str
-    endpoint: str
-    key: str
-    response: int
-    prompt: str
-    model: str | None
-    tool_calls: list[dict[str, Any]]
-    tokens: dict[str, int] | None
-
-
-class Trajectory(TypedDict):
-    """A trajectory file."""
-
-    version: int
-    test: str
-    steps: list[StepRecord]
+Trajectory = TrajectoryFile  # the file's format (`_formats`), by the name this module uses
 
 
 def trajectory_path(cassette_dir: str | os.PathLike[str], test: str) -> Path:
@@ -102,8 +83,7 @@ _KEPT_PATHS = 4096
 
 def load_trajectory(path: str | os.PathLike[str]) -> Trajectory | None:
     """The trajectory at ``path``, checked; None if there is none."""
-    found = _validate.load(path, "trajectory")
-    return None if found is None else Trajectory(**found)  # type: ignore[typeddict-item]
+    return _validate.load(path, "trajectory")
 
 
 def write_trajectory(cassette_dir: str | os.PathLike[str], trajectory: Trajectory) -> Path:

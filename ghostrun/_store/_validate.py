@@ -3,8 +3,10 @@
 One loader, `load`, for the five kinds of versioned file: cassettes
 (``<cassette_dir>/<key>.json``), judge verdicts (``judge/<key>.json``), run logs
 (``runs/<name>.json``), trajectories (``trajectories/<test>.json``) and the
-calibration summary (``calibration/judges.json``). It
-returns the parsed document, or ``None`` when the file does not exist, and
+calibration summary (``calibration/judges.json``). It returns the parsed
+document as its type in `_formats` (`CassetteFile` or `WebSocketFile`,
+`VerdictFile`, `RunLogFile`, `TrajectoryFile`, `CalibrationSummaryFile`: what
+the checks below hold it to), or ``None`` when the file does not exist, and
 raises `CassetteError` naming the file and the field for anything else: not
 JSON, ``null``, a wrong shape or type, a value out of range, an unknown format
 version, a ``key`` that is not the file's name. A file that failed to load is
@@ -32,7 +34,7 @@ import re
 from collections.abc import Callable
 from datetime import date
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast, overload
 
 import orjson
 
@@ -41,6 +43,14 @@ from .._core._files import read_bytes
 from .._core._safe_text import terminal
 from .._wire._bodies import JSON_FORMATS, STREAM_KINDS
 from .._wire._eventstream import decode_chunks
+from ._formats import (
+    CalibrationSummaryFile,
+    CassetteFile,
+    RunLogFile,
+    TrajectoryFile,
+    VerdictFile,
+    WebSocketFile,
+)
 from ._limits import LIMITS, header_problem, json_depth, limit_message
 from ._wscassette import parse_document
 
@@ -49,6 +59,7 @@ __all__ = [
     "BODY_MODIFIERS",
     "FORMAT_VERSIONS",
     "READABLE_VERSIONS",
+    "Document",
     "Invalid",
     "Kind",
     "NewerFormat",
@@ -75,6 +86,15 @@ READABLE_VERSIONS: dict[Kind, tuple[int, ...]] = {
     "calibration summary": (1,),
 }
 """The versions read (a newer ghostrun may still read an older format)."""
+Document = (
+    CassetteFile
+    | WebSocketFile
+    | VerdictFile
+    | RunLogFile
+    | TrajectoryFile
+    | CalibrationSummaryFile
+)
+"""What `load` returns, by kind (`_formats`): a "cassette" is HTTP or WebSocket (its ``kind``)."""
 _OUTCOMES = ("passed", "failed", "error", "skipped")
 _VERDICTS = ("PASS", "FAIL")
 _FIX: dict[Kind, str] = {
@@ -114,8 +134,24 @@ class NewerFormat(CassetteError):
         self.document, self.version = document, version
 
 
-def load(path: str | os.PathLike[str], kind: Kind) -> dict[str, Any] | None:
-    """The checked document at ``path``; None only if there is no file there."""
+@overload
+def load(
+    path: str | os.PathLike[str], kind: Literal["cassette"]
+) -> CassetteFile | WebSocketFile | None: ...
+@overload
+def load(path: str | os.PathLike[str], kind: Literal["verdict"]) -> VerdictFile | None: ...
+@overload
+def load(path: str | os.PathLike[str], kind: Literal["run log"]) -> RunLogFile | None: ...
+@overload
+def load(path: str | os.PathLike[str], kind: Literal["trajectory"]) -> TrajectoryFile | None: ...
+@overload
+def load(
+    path: str | os.PathLike[str], kind: Literal["calibration summary"]
+) -> CalibrationSummaryFile | None: ...
+@overload
+def load(path: str | os.PathLike[str], kind: Kind) -> Document | None: ...
+def load(path: str | os.PathLike[str], kind: Kind) -> Document | None:
+    """The checked document at ``path``, typed by its kind; None only if there is no file."""
     data = read_bytes(path)
     if data is None:
         return None
@@ -147,8 +183,11 @@ def _parse(data: bytes, path: str | os.PathLike[str], kind: Kind) -> Any:
 
 def check(
     document: Any, path: str | os.PathLike[str], kind: Kind, *, may_be_deep: bool = True
-) -> dict[str, Any]:
-    """``document`` if it is a valid file of ``kind`` named ``path``, else a CassetteError."""
+) -> Document:
+    """``document`` if it is a valid file of ``kind`` named ``path``, else a CassetteError.
+
+    ``document`` is any parsed JSON (a true boundary); what it returns is typed (`Document`).
+    """
     stem = _stem(path)
     if may_be_deep:
         depth = json_depth(document, LIMITS["json_depth"].value)
@@ -156,7 +195,7 @@ def check(
             message = limit_message("json_depth", f"at least {depth}")
             raise CassetteError(f"{kind} {path}: {message}. {_FIX[kind]}")
     if kind == "cassette" and _plain_cassette(document, stem):
-        return document  # type: ignore[no-any-return]  # checked just now
+        return cast(CassetteFile, document)  # checked just now
     try:
         _CHECKS[kind](document, stem)
     except _Version as exc:
@@ -168,8 +207,7 @@ def check(
         ) from None
     except Invalid as exc:
         raise CassetteError(f"corrupt {kind} {path}: {exc}. {_FIX[kind]}") from None
-    result: dict[str, Any] = document
-    return result
+    return cast(Document, document)  # checked: of the format `_CHECKS[kind]` holds it to
 
 
 def _readable(kind: Kind) -> str:

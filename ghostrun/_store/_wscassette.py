@@ -55,7 +55,7 @@ import re
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final, Literal, cast
 
 import orjson
 
@@ -68,6 +68,13 @@ from .._secrets._mask_entry import mask_shapes, redact_entry
 from .._secrets._memory import collect_secrets, remember_secrets
 from .._secrets._streams import mask_events
 from .._secrets._walk import strings
+from ._formats import (
+    ConversationRecord,
+    Frame,
+    FrameEvent,
+    HandshakeRecord,
+    WebSocketFile,
+)
 from ._keys import canonical_body, match_key
 from ._render import render_body
 
@@ -76,6 +83,7 @@ __all__ = [
     "KIND",
     "Close",
     "Conversation",
+    "Frame",
     "Script",
     "canonical_frame",
     "conversation_key",
@@ -90,7 +98,7 @@ __all__ = [
 ]
 
 FORMAT_VERSION = 1
-KIND = "websocket"
+KIND: Final = "websocket"
 ID_PLACEHOLDER = "<id>"
 _GENERATED_ID = re.compile(
     r"(?:[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
@@ -112,9 +120,6 @@ class Close:
     reason: str
 
 
-Frame = dict[str, Any]  # {"json": ...} | {"text": ...} | {"binary_json": ...} | {"base64": ...}
-
-
 @dataclass
 class Conversation:
     """One conversation as recorded: handshake, then frames and a close in the client's order."""
@@ -123,7 +128,7 @@ class Conversation:
     headers: dict[str, str] = field(default_factory=dict)
     subprotocol: str | None = None
     response_headers: dict[str, str] = field(default_factory=dict)
-    events: list[dict[str, Any]] = field(default_factory=list)
+    events: list[FrameEvent] = field(default_factory=list)
 
     def client(self, data: str | bytes) -> None:
         self.events.append({"client": encode_frame(data)})
@@ -138,12 +143,11 @@ class Conversation:
     def first_client_frame(self) -> Frame | None:
         for event in self.events:
             if "client" in event:
-                frame: Frame = event["client"]
-                return frame
+                return event["client"]
         return None
 
-    def to_json(self) -> dict[str, Any]:
-        handshake = {
+    def to_json(self) -> ConversationRecord:
+        handshake: HandshakeRecord = {
             "url": self.url,
             "headers": self.headers,
             "subprotocol": self.subprotocol,
@@ -232,7 +236,7 @@ def decode_frame(frame: Any) -> str | bytes:
 def canonical_frame(frame: Frame, ignore: Sequence[tuple[str, ...]] = ()) -> bytes:
     """A client frame as matching sees it (see the module docstring)."""
     if "json" in frame or "binary_json" in frame:
-        kind = "json" if "json" in frame else "binary_json"
+        kind: Literal["json", "binary_json"] = "json" if "json" in frame else "binary_json"
         value = _lenient_ids(frame[kind], "")
         return (
             kind.encode() + b":" + canonical_body(orjson.dumps(value), "application/json", ignore)
@@ -302,7 +306,7 @@ class Script:
         self.events = conversation.events
         self.ignore = ignore
         self.position = 0
-        self.due: deque[dict[str, Any]] = deque()
+        self.due: deque[FrameEvent] = deque()
 
     def next_server(self) -> str | bytes | Close | None:
         if self.due:
@@ -325,8 +329,8 @@ class Script:
         while self.position < len(self.events) and _is_server(self.events[self.position]):
             self.due.append(self.events[self.position])
             self.position += 1
-        event = self.events[self.position] if self.position < len(self.events) else {}
-        recorded: Frame | None = event.get("client")
+        event: FrameEvent = self.events[self.position] if self.position < len(self.events) else {}
+        recorded = event.get("client")
         if recorded is not None and canonical_frame(recorded, self.ignore) == canonical_frame(
             sent, self.ignore
         ):
@@ -335,11 +339,11 @@ class Script:
         return recorded
 
 
-def _is_server(event: dict[str, Any]) -> bool:
+def _is_server(event: FrameEvent) -> bool:
     return "server" in event or event.get("close", {}).get("by") == "server"
 
 
-def _server_event(event: dict[str, Any]) -> str | bytes | Close:
+def _server_event(event: FrameEvent) -> str | bytes | Close:
     if "close" in event:
         raw = event["close"]
         code = raw.get("code")
@@ -391,7 +395,7 @@ def redact_conversation(
     )
 
 
-def _across_frames(events: list[dict[str, Any]], secrets: frozenset[str]) -> list[dict[str, Any]]:
+def _across_frames(events: list[FrameEvent], secrets: frozenset[str]) -> list[FrameEvent]:
     """Each side's JSON and text frames masked together, read as they were sent: a model
     may spell a key over two delta events (``response.text.delta``), as over two SSE
     events, or over two text frames that stream the answer as it is."""
@@ -409,7 +413,8 @@ def _across_frames(events: list[dict[str, Any]], secrets: frozenset[str]) -> lis
         masked = mask_events(values, compiled)
         for (index, kind), value, before in zip(at, masked, values, strict=True):
             if value is not before:
-                out[index] = {side: {kind: value[_TEXT_FRAME] if kind == "text" else value}}
+                frame = {kind: value[_TEXT_FRAME] if kind == "text" else value}
+                out[index] = cast(FrameEvent, {side: frame})  # the same kind, on the same side
     return out
 
 
@@ -423,7 +428,7 @@ def _as_value(kind: str, value: Any) -> Any:
 def secrets_of(
     headers: Iterable[tuple[str, str]],
     query: Iterable[tuple[str, str]],
-    events: Iterable[dict[str, Any]] = (),
+    events: Iterable[FrameEvent] = (),
 ) -> frozenset[str]:
     """The credentials a conversation carried: handshake headers and query, credential
     fields (remembered at once: a test may assert on a frame long before the cassette is
@@ -433,7 +438,7 @@ def secrets_of(
     return found
 
 
-def _frame_secrets(events: Iterable[dict[str, Any]]) -> frozenset[str]:
+def _frame_secrets(events: Iterable[FrameEvent]) -> frozenset[str]:
     """Credential fields' values (read as an HTTP body's are: `field_secrets`), ephemeral
     secrets, and what a client frame shows itself as an HTTP request body would (secret
     shapes in a prompt): a server may echo them."""
@@ -453,7 +458,7 @@ def _frame_secrets(events: Iterable[dict[str, Any]]) -> frozenset[str]:
     return shown | frozenset(v for v in found if len(v) >= 6 and v != MASK)
 
 
-def redact_event(event: dict[str, Any], secrets: frozenset[str]) -> dict[str, Any]:
+def redact_event(event: FrameEvent, secrets: frozenset[str]) -> FrameEvent:
     """One ``{"client": FRAME}`` or ``{"server": FRAME}`` as it may be written."""
     if "client" in event:
         entry = redact_entry({"request": {"body": event["client"]}, "response": {}}, secrets)
@@ -468,7 +473,7 @@ def redact_event(event: dict[str, Any], secrets: frozenset[str]) -> dict[str, An
 # -- the file -------------------------------------------------------------------
 
 
-def document(key: str, conversations: list[Conversation]) -> dict[str, Any]:
+def document(key: str, conversations: list[Conversation]) -> WebSocketFile:
     return {
         "version": FORMAT_VERSION,
         "kind": KIND,

@@ -22,12 +22,12 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 import orjson
 
 from .._core import _safe_text as safe
 from .._core._words import plural
+from .._store._formats import AssertionRecord, RunLogEntry, RunLogFile
 
 __all__ = ["STATUSES", "AssertionChange", "Drift", "RunDiff", "compare", "render"]
 
@@ -46,8 +46,8 @@ class AssertionChange:
     kind: str
     criterion: str
     status: str
-    base: dict[str, Any] | None  # the assertion as logged: verdict, reason, judge
-    candidate: dict[str, Any] | None
+    base: AssertionRecord | None  # the assertion as logged: verdict, reason, judge
+    candidate: AssertionRecord | None
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ class RunDiff:
 
 
 def compare(
-    base: dict[str, Any], candidate: dict[str, Any], base_label: str, candidate_label: str
+    base: RunLogFile, candidate: RunLogFile, base_label: str, candidate_label: str
 ) -> RunDiff:
     """Classify every assertion of two run logs, and find the outputs that drifted."""
     result = RunDiff(base_label, candidate_label)
@@ -111,7 +111,7 @@ def compare(
 
 
 def _assertions(
-    test: str, before: dict[str, Any] | None, after: dict[str, Any] | None
+    test: str, before: RunLogEntry | None, after: RunLogEntry | None
 ) -> Iterator[AssertionChange]:
     old = _identified(before)
     new = _identified(after)
@@ -129,9 +129,9 @@ def _assertions(
             yield AssertionChange(test, ident[0], ident[1], "added", None, record)
 
 
-def _identified(test: dict[str, Any] | None) -> dict[tuple[str, str, int], dict[str, Any]]:
+def _identified(test: RunLogEntry | None) -> dict[tuple[str, str, int], AssertionRecord]:
     """Each assertion under (kind, criterion, rank among its equals)."""
-    found: dict[tuple[str, str, int], dict[str, Any]] = {}
+    found: dict[tuple[str, str, int], AssertionRecord] = {}
     if test is None:
         return found
     ranks: dict[tuple[str, str], int] = {}
@@ -142,7 +142,7 @@ def _identified(test: dict[str, Any] | None) -> dict[tuple[str, str, int], dict[
     return found
 
 
-def _aborted(test: dict[str, Any]) -> bool:
+def _aborted(test: RunLogEntry) -> bool:
     if test.get("outcome") in _ABORTED:
         return True
     assertions = test["assertions"]
@@ -293,14 +293,14 @@ def _verdicts(change: AssertionChange) -> str:
     return f"{before} -> {after}  {_explained(change.candidate)}".rstrip()
 
 
-def _explained(record: dict[str, Any] | None) -> str:
+def _explained(record: AssertionRecord | None) -> str:
     if record is None:
         return ""
     judge = f"judge {record['judge']}: " if record.get("judge") else ""
     return judge + _one_line(str(record.get("reason", "")))
 
 
-def _verdict_of(record: dict[str, Any] | None) -> str:
+def _verdict_of(record: AssertionRecord | None) -> str:
     return "-" if record is None else str(record["verdict"])
 
 

@@ -291,7 +291,7 @@ def attach(cassette_dir: Path, test: str, deck: Deck) -> None:
     An unreadable run log is left alone.
     """
     log = _runlog.RunLog()
-    log.session(deck, (test, test, cassette_dir))
+    log.session(deck, _runlog.Where(test, test, cassette_dir))
     ours = next(iter(log.documents().values()))
     ours["cassettes_used"] = sorted({key for key, _ in deck.trail})
     path = _runlog.runs_dir(cassette_dir) / f"{_runlog.LAST}.json"

@@ -19,6 +19,7 @@ from typing import Any
 import orjson
 
 from .._secrets._scrub import scrub_text
+from .._store._formats import RunLogFile
 from ._review._answers import answer_lines
 from ._review._verdicts import verdict_changes
 from ._tokens import Prices, usage
@@ -47,9 +48,9 @@ _ORDER = {"failed": 1, "error": 1, "skipped": 3, "passed": 4}
 
 
 def render_report(
-    run: dict[str, Any],
+    run: RunLogFile,
     cassettes: dict[str, dict[str, Any]],
-    base: dict[str, Any] | None = None,
+    base: RunLogFile | None = None,
     trajectories: dict[str, dict[str, Any]] | None = None,
     prices: Prices | None = None,
 ) -> str:
@@ -57,7 +58,7 @@ def render_report(
     the tokens each test used from its ``trajectories`` (by test name)."""
     found = run.get("tests")
     tests: dict[str, Any] = found if isinstance(found, dict) else {}
-    base_tests = (base or {}).get("tests") or {}
+    base_tests = base["tests"] if base is not None else {}
     regressed = {
         name
         for name, test in tests.items()
@@ -93,7 +94,7 @@ def render_report(
     return "\n".join(parts) + "\n"
 
 
-def _counts(run: dict[str, Any], tests: dict[str, Any]) -> str:
+def _counts(run: RunLogFile, tests: dict[str, Any]) -> str:
     outcomes: dict[str, int] = {}
     for test in tests.values():
         outcome = test.get("outcome") or "unknown"

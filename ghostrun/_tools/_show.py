@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import re
 import textwrap
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
@@ -18,7 +19,8 @@ from .._assertions._extract import extract_text
 from .._core import _safe_text as safe
 from .._core._files import parse_json
 from .._core._words import plural
-from .._store._validate import Kind
+from .._store._formats import CassetteFile, Headers, VerdictFile, WebSocketFile
+from .._store._validate import Document, Kind
 from .._wire._bodies import MODIFIERS
 
 __all__ = ["kind_of", "raw", "render_file", "stream_text"]
@@ -39,14 +41,15 @@ def kind_of(path: Path, document: Any) -> Kind | None:
     return "cassette" if _KEY_NAME.fullmatch(path.name) else None
 
 
-def render_file(path: Path, document: dict[str, Any]) -> str:
+def render_file(path: Path, document: Document) -> str:
     """A checked cassette (HTTP or WebSocket) or judge verdict (`ghostrun._store._validate`),
     its control characters shown as escapes (`_safe_text.terminal`)."""
-    if document.get("kind") == "websocket":
-        return safe.terminal(render_websocket(path, document))
+    found: Mapping[str, Any] = document  # which format it is: by its content, as `kind_of` says
+    if found.get("kind") == "websocket":
+        return safe.terminal(render_websocket(path, cast(WebSocketFile, document)))
     if kind_of(path, document) == "verdict":
-        return safe.terminal(render_verdict(path, document))
-    return safe.terminal(render_cassette(path, document))
+        return safe.terminal(render_verdict(path, cast(VerdictFile, document)))
+    return safe.terminal(render_cassette(path, cast(CassetteFile, document)))
 
 
 def raw(document: Any) -> str:
@@ -54,7 +57,7 @@ def raw(document: Any) -> str:
     return _pretty(document)
 
 
-def render_cassette(path: Path, cassette: dict[str, Any]) -> str:
+def render_cassette(path: Path, cassette: CassetteFile) -> str:
     request = cassette.get("request") or {}
     responses = cassette.get("responses") or []
     lines = [
@@ -78,7 +81,7 @@ def render_cassette(path: Path, cassette: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_websocket(path: Path, cassette: dict[str, Any]) -> str:
+def render_websocket(path: Path, cassette: WebSocketFile) -> str:
     """A WebSocket cassette: each conversation's handshake, then one line per frame."""
     conversations = cassette.get("conversations") or []
     lines = [f"websocket cassette {cassette.get('key', path.stem)}  ({path})"]
@@ -110,7 +113,7 @@ def _frame_line(event: Any) -> str:
     return f"  {arrow} {side}  {text if len(text) <= 160 else text[:157] + '...'}"
 
 
-def render_verdict(path: Path, verdict: dict[str, Any]) -> str:
+def render_verdict(path: Path, verdict: VerdictFile) -> str:
     votes = verdict.get("votes", 1)
     flips = f", flip rate {verdict.get('flip_rate', 0.0):.0%}" if votes != 1 else ""
     lines = [
@@ -127,7 +130,7 @@ def render_verdict(path: Path, verdict: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _headers(headers: dict[str, Any]) -> list[str]:
+def _headers(headers: Headers | dict[str, str]) -> list[str]:
     out = []
     for name in sorted(headers):
         values = headers[name]

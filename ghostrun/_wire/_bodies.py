@@ -39,8 +39,8 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypedDict, cast
 
 import orjson
 
@@ -50,6 +50,7 @@ __all__ = [
     "JSON_FORMATS",
     "MODIFIERS",
     "STREAM_KINDS",
+    "Body",
     "decode_body",
     "encode_body",
     "encode_chunks",
@@ -59,6 +60,23 @@ __all__ = [
 ]
 
 Serialiser = Callable[[Any], bytes]
+
+
+class Body(TypedDict, total=False):
+    """A stored body, as above: exactly one encoding key, and at most one modifier."""
+
+    json: Any  # any JSON value: the body itself
+    format: str  # a name in `JSON_FORMATS`
+    text: str
+    base64: str
+    sse: list[str]
+    ndjson: list[str]
+    chunks: list[str]
+    carry: list[list[int]]  # [[chunk index, bytes moved], ...]
+    chunks_base64: list[str]
+    eventstream: list[list[_eventstream.Frame]]  # each chunk's frames
+
+
 STREAM_KINDS = ("sse", "ndjson", "chunks")
 MODIFIERS = frozenset({"format", "carry"})
 
@@ -101,7 +119,7 @@ JSON_FORMATS: dict[str, Serialiser] = {
 _COMPACT = "compact"
 
 
-def encode_body(data: bytes, content_type: str) -> dict[str, Any]:
+def encode_body(data: bytes, content_type: str) -> Body:
     """A request body: JSON as a value (never replayed, so any spelling), else text or base64."""
     if data and "json" in content_type.lower():
         try:
@@ -111,7 +129,7 @@ def encode_body(data: bytes, content_type: str) -> dict[str, Any]:
     return _text_or_base64(data)
 
 
-def encode_response_body(data: bytes, content_type: str) -> dict[str, Any]:
+def encode_response_body(data: bytes, content_type: str) -> Body:
     """A response body: JSON with the format that gives its bytes back, else text or base64."""
     if data and "json" in content_type.lower():
         found = _exact_json(data)
@@ -120,14 +138,14 @@ def encode_response_body(data: bytes, content_type: str) -> dict[str, Any]:
     return _text_or_base64(data)
 
 
-def _text_or_base64(data: bytes) -> dict[str, Any]:
+def _text_or_base64(data: bytes) -> Body:
     try:
         return {"text": data.decode("utf-8")}
     except UnicodeDecodeError:
         return {"base64": base64.b64encode(data).decode("ascii")}
 
 
-def _exact_json(data: bytes) -> dict[str, Any] | None:
+def _exact_json(data: bytes) -> Body | None:
     """``{"json": value, "format": name}`` for the first format that rebuilds ``data``."""
     try:
         value = orjson.loads(data)
@@ -157,7 +175,7 @@ def _candidates(data: bytes) -> list[str]:
     ]
 
 
-def json_body_bytes(body: dict[str, Any]) -> bytes:
+def json_body_bytes(body: Mapping[str, Any]) -> bytes:
     """The bytes of a stored ``json`` body: the replay hot path, one dict lookup past orjson."""
     name = body.get("format")
     if name is None:
@@ -194,7 +212,7 @@ def stream_kind(content_type: str) -> str | None:
     return None
 
 
-def encode_chunks(chunks: list[bytes], content_type: str) -> dict[str, Any]:
+def encode_chunks(chunks: list[bytes], content_type: str) -> Body:
     """A stream as readable text chunks, boundaries kept; base64 only if it is not UTF-8."""
     kind = stream_kind(content_type) or "chunks"
     if kind == "eventstream":
@@ -205,7 +223,10 @@ def encode_chunks(chunks: list[bytes], content_type: str) -> dict[str, Any]:
     if texts is None:
         return {"chunks_base64": [base64.b64encode(chunk).decode("ascii") for chunk in chunks]}
     strings, carry = texts
-    return {kind: strings, "carry": carry} if carry else {kind: strings}
+    body = cast(Body, {kind: strings})  # kind: one of `STREAM_KINDS`
+    if carry:
+        body["carry"] = carry
+    return body
 
 
 def _text_chunks(chunks: list[bytes]) -> tuple[list[str], list[list[int]]] | None:
@@ -276,7 +297,7 @@ def _carries(carry: Any, count: int) -> dict[int, int]:
 # -- decoding ------------------------------------------------------------------------
 
 
-def decode_body(body: dict[str, Any]) -> bytes | list[bytes]:
+def decode_body(body: Mapping[str, Any]) -> bytes | list[bytes]:
     """Inverse of `encode_response_body` / `encode_chunks`: bytes, or the list of chunks."""
     kinds = [name for name in body if name not in MODIFIERS]
     if len(kinds) != 1:

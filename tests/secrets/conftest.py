@@ -30,9 +30,6 @@ def run_log() -> Any:
     from ghostrun._recording import _runlog
 
     fresh = _runlog.RunLog()
-    previous = _runlog.swap(fresh)
     MEMORY.reset()
-    try:
+    with _runlog.PROCESS.collecting(fresh):
         yield fresh
-    finally:
-        _runlog.swap(previous)

@@ -11,10 +11,11 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import TypeAlias
 
 from ..._core._config import settings
 from ..._recording import _runlog
+from ..._store._formats import RunLogFile
 from .. import _tokens
 
 __all__ = [
@@ -109,7 +110,7 @@ def run_files(runs: Path) -> list[Path]:
     return [p for p in runs.glob("*.json") if not p.name.startswith(".")] if runs.is_dir() else []
 
 
-def last_run(directory: Path) -> dict[str, Any]:
+def last_run(directory: Path) -> RunLogFile:
     """The run log ``runs/_last.json`` of ``directory``; a UsageError if there is none."""
     last = _runlog.runs_dir(directory) / f"{_runlog.LAST}.json"
     if not last.is_file():

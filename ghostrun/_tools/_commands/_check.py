@@ -7,7 +7,9 @@ is ``prune``'s list too.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from ..._core._age import today
 from ..._core._words import plural
@@ -110,7 +112,7 @@ def _paths(directory: Path, paths: list[Path], noun: str, title: str) -> None:
 
 
 def _describe_cassette(path: Path) -> str:
-    document = _validate.load(path, "cassette") or {}
+    document: Mapping[str, Any] = _validate.load(path, "cassette") or {}
     if document.get("kind") == "websocket":  # a WebSocket cassette: its handshake URL
         conversations = document.get("conversations") or [{"handshake": {}}]
         return f"WEBSOCKET {conversations[0]['handshake'].get('url', '?')}"
@@ -119,7 +121,8 @@ def _describe_cassette(path: Path) -> str:
 
 
 def _describe_verdict(path: Path) -> str:
-    criterion = str((_validate.load(path, "verdict") or {}).get("criterion", "?"))
+    verdict: Mapping[str, Any] = _validate.load(path, "verdict") or {}
+    criterion = str(verdict.get("criterion", "?"))
     return repr(_first_line(criterion)[:80])
 
 

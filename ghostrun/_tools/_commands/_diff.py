@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
 from ..._recording import _runlog
+from ..._store._formats import RunLogFile
 from .. import _diff
 from ._args import Subparsers, UsageError, add_command, cassette_dir, run_files, run_path
 from ._console import out_json, out_report
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     return 1 if result.regressed else 0
 
 
-def _latest_snapshot(runs: Path, candidate: dict[str, Any]) -> Path:
+def _latest_snapshot(runs: Path, candidate: RunLogFile) -> Path:
     """The most recent named snapshot that is not the candidate run itself."""
     snapshots = sorted(
         (p for p in run_files(runs) if p.stem != _runlog.LAST),

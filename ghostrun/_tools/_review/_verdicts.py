@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +30,7 @@ class VerdictChange:
 
 
 def verdict_changes(
-    old_test: dict[str, Any], test: dict[str, Any], after: State | None = None
+    old_test: Mapping[str, Any], test: Mapping[str, Any], after: State | None = None
 ) -> list[VerdictChange]:
     """The judged assertions of a test whose verdict changed between two runs."""
     old = _assertions(old_test)
@@ -91,7 +92,7 @@ def verdicts_by_criterion(test: dict[str, Any], before: State, after: State) -> 
     return changes
 
 
-def _assertions(test: dict[str, Any]) -> dict[tuple[str, str, int], dict[str, Any]]:
+def _assertions(test: Mapping[str, Any]) -> dict[tuple[str, str, int], dict[str, Any]]:
     """A test's judged assertions by (kind, criterion, n-th of that pair)."""
     found: dict[tuple[str, str, int], dict[str, Any]] = {}
     seen: dict[tuple[str, str], int] = {}
@@ -104,7 +105,7 @@ def _assertions(test: dict[str, Any]) -> dict[tuple[str, str, int], dict[str, An
     return found
 
 
-def _flip_rates(test: dict[str, Any], state: State) -> dict[str, float]:
+def _flip_rates(test: Mapping[str, Any], state: State) -> dict[str, float]:
     rates = {}
     for entry in test.get("verdicts") or ():
         verdict = state.verdicts.get(str(entry.get("key"))) if isinstance(entry, dict) else None
