@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "ghostrun"
+PACKAGE = Path(__file__).resolve().parents[2] / "ghostrun"
 
 # Lowest first. A layer may import the layers listed for it, and its own modules.
 CONTRACT: dict[str, tuple[str, ...]] = {

@@ -132,9 +132,9 @@ def test_recording_a_new_request_looks_for_its_cassette_once_then_creates_it_onc
     """Auto mode: the replay attempt finds no file; the write creates it, taking no lock.
 
     One temporary file, linked to the name only if no other writer made it
-    meanwhile (`tests/test_store.py` has that writer: the lock is then taken and
+    meanwhile (`tests/store/test_store.py` has that writer: the lock is then taken and
     the file read again). The directory is synced once, when the session closes
-    (`tests/test_session_cost.py`), not during the request.
+    (`tests/recording/test_session_cost.py`), not during the request.
     """
     cassette_dir.mkdir(parents=True, exist_ok=True)
     with (

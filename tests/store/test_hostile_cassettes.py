@@ -35,7 +35,7 @@ from ghostrun._tools import _cli
 
 LOOPBACK = ("127.0.0.1",)
 BODY = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "security-cassettes.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "security-cassettes.md"
 
 
 @pytest.fixture(scope="module")

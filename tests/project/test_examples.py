@@ -23,7 +23,7 @@ import pytest
 
 from ghostrun._secrets._redact import scrub_text
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 CASSETTES = EXAMPLES / "cassettes"
 CASSETTE_FILES = sorted(CASSETTES.glob("*.json"))

@@ -40,7 +40,7 @@ import pytest
 import ghostrun
 from ghostrun._core import _project
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
 PAGES = [README, *sorted(DOCS.glob("*.md")), ROOT / "CONTRIBUTING.md"]
@@ -226,29 +226,32 @@ SKIPPED_BY_DESIGN = {
     "pip install 'ghostrun-replay[": "installs into the environment; the extras it names are "
     "checked by test_the_install_commands_name_extras_that_exist",
     "OPENAI_API_KEY=sk-... python -m pytest --ghostrun-record": "records with a live key",
-    ".venv/bin/python -m ruff check": "the linters, run by tests/test_static.py",
+    ".venv/bin/python -m ruff check": "the linters, run by tests/project/test_static.py",
     "name: ghostrun review": "a GitHub Actions recipe: runs on GitHub, posting a comment",
     "ghostrun-review:": "a GitLab CI recipe: runs on GitLab, posting a note",
     '"body": {"eventstream": [': "an excerpt of a Bedrock cassette, whose format "
-    "tests/test_bedrock.py checks",
+    "tests/intercept/test_bedrock.py checks",
     "pip install -e '.[bench]'": "installs the benchmarks' contenders into the environment",
     "10 rounds; tests per block:": "benchmarks/run.py's output: minutes on a quiet machine",
-    "$ ghostrun import tests": "an import's report, as tests/test_import.py checks its lines",
-    "skipped exchange 1": "an import's report, as tests/test_import.py checks its lines",
-    "AuthFailureWarning: ghostrun: recorded": "the warning tests/test_auth_failures.py checks",
-    "ghostrun: no recording for POST grpc://": "a gRPC miss, checked by tests/test_grpc.py",
+    "$ ghostrun import tests": "an import's report, as tests/tools/test_import.py checks its lines",
+    "skipped exchange 1": "an import's report, as tests/tools/test_import.py checks its lines",
+    "AuthFailureWarning: ghostrun: recorded": "the warning "
+    "tests/recording/test_auth_failures.py checks",
+    "ghostrun: no recording for POST grpc://": "a gRPC miss, checked by "
+    "tests/intercept/test_grpc.py",
     "ghostrun: no recording for POST http://127.0.0.1": "a miss naming normalize=, checked by "
-    "tests/test_normalize.py",
+    "tests/core/test_normalize.py",
     "corrupt cassette tests/cassettes/": "a CassetteError's shape, checked by "
-    "tests/test_hostile_cassettes.py",
+    "tests/store/test_hostile_cassettes.py",
     'import os; os.environ.get("GHOSTRUN_MODE"': "the .pth start-up line, installed and "
-    "checked by tests/test_guard_escapes.py",
+    "checked by tests/intercept/test_guard_escapes.py",
     '{"body": {...}': "an excerpt of a cassette, not a whole one",
     ".ghostrun_cache/": "a directory listing",
-    "ghostrun: tests/test_agent.py::test_refund used": "checked by tests/test_trajectory.py",
-    "step 2 of 3 of tests/test_agent.py": "checked by tests/test_trajectory.py",
+    "ghostrun: tests/test_agent.py::test_refund used": "checked by "
+    "tests/recording/test_trajectory.py",
+    "step 2 of 3 of tests/test_agent.py": "checked by tests/recording/test_trajectory.py",
     "tests/test_agent.py::test_refund": "a test id, as the identity rule gives it",
-    '{"gpt-4o-mini":': "a price table's shape, read by tests/test_trajectory.py's own",
+    '{"gpt-4o-mini":': "a price table's shape, read by tests/recording/test_trajectory.py's own",
     "{": "a file format's example (grpc.md, trajectories.md), validated by the tests of its reader",
     "GHOSTRUN_MODE=replay python -m pytest": "a user project's suite and tests/cassettes; the "
     "plugin's flags are tested in test_pytest_plugin.py and test_pytest_paths.py",
@@ -259,12 +262,12 @@ SKIPPED_BY_DESIGN = {
     "ghostrun benchmarks, ": "benchmarks/run.py's output: a 750 s run on a quiet machine",
     "openai 3.57.0 on httpx2, 120 rounds": "benchmarks/inprocess.py --anatomy's output (minutes)",
     "ghostrun calibrate: ollama": "compared line by line with a real run of the command "
-    "against the loopback judge in tests/test_calibrate.py",
+    "against the loopback judge in tests/judging/test_calibrate.py",
     "ghostrun review: HEAD": "compared line by line with a real review of a re-recorded "
-    "prompt edit in tests/test_review.py",
+    "prompt edit in tests/tools/test_review.py",
     # examples/README.md
     ".venv/bin/python examples/record_with_standin.py": "re-records every example cassette "
-    "(20 s, with new timestamps); tests/test_examples.py checks every committed file",
+    "(20 s, with new timestamps); tests/project/test_examples.py checks every committed file",
     "rm examples/cassettes/*.json": "records with a live OpenAI key",
     "ghostrun: a WebSocket frame to": "a WebSocket miss: checked against the message its code "
     "prints by test_websockets.py::test_the_readme_shows_the_websocket_miss_as_printed",
@@ -306,7 +309,7 @@ def test_every_block_is_run_or_skipped_by_design(path: Path) -> None:
         first = block.code.strip().splitlines()[0]
         assert _skip_reason(block) or first.startswith(CHECKED_HERE), (
             f"{path.name}:{block.line}: a {block.info} block that is neither run by "
-            f"tests/test_readme.py nor listed in its SKIPPED_BY_DESIGN: {first!r}"
+            f"tests/project/test_readme.py nor listed in its SKIPPED_BY_DESIGN: {first!r}"
         )
 
 

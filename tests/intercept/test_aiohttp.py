@@ -531,7 +531,7 @@ async def test_secrets_never_reach_the_cassette(
 async def test_unpatchable_aiohttp_is_left_unhooked_and_the_other_roads_install(
     monkeypatch: pytest.MonkeyPatch, cassette_dir: Path
 ) -> None:
-    """Its calls are refused by the guard (tests/test_unhooked.py); here: why, and the rest."""
+    """Its calls are refused by the guard (intercept/test_unhooked.py); here: why, and the rest."""
     from ghostrun._intercept import _patch
 
     async def old_request(self: Any, method: str, str_or_url: Any, *, params: Any = None) -> Any:

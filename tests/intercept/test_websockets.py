@@ -454,7 +454,7 @@ def test_a_changed_realtime_event_is_a_miss_with_its_diff(
 def test_the_readme_shows_the_websocket_miss_as_printed(
     ws_provider: WebSocketSimulator, cassette_dir: Path
 ) -> None:
-    readme = (Path(__file__).resolve().parent.parent / "docs" / "websockets.md").read_text(
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "websockets.md").read_text(
         encoding="utf-8"
     )
     shown = readme.split("```text\nghostrun: a WebSocket frame to ")[1].split("```")[0]

@@ -31,7 +31,7 @@ from simulator import ProviderSimulator
 import ghostrun
 from ghostrun._core._hosts import HostMatcher, host_name
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 GUARD_PTH = ROOT / "ghostrun_replay_guard.pth"
 
 

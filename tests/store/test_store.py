@@ -34,7 +34,7 @@ from ghostrun._tools import _cli
 
 LOOPBACK = ("127.0.0.1",)
 BODY = {"model": "gpt-sim", "messages": [{"role": "user", "content": "Next step?"}]}
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 pytest_plugins = ["pytester"]
 
 

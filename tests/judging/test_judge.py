@@ -27,7 +27,7 @@ from ghostrun._judging._judges import (
     parse_verdict,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # --- the pure core -------------------------------------------------------------------
 

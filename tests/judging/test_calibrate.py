@@ -23,9 +23,7 @@ from ghostrun._judging._judges import OllamaJudge
 from ghostrun._judging._verdicts import grade
 from ghostrun._tools._cli import main
 
-EXAMPLE_LABELS = (
-    Path(__file__).resolve().parent.parent / "examples" / "calibration" / "labels.jsonl"
-)
+EXAMPLE_LABELS = Path(__file__).resolve().parents[2] / "examples" / "calibration" / "labels.jsonl"
 
 
 def asked(body: dict[str, Any]) -> tuple[str, str, int | None]:

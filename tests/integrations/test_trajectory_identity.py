@@ -22,7 +22,7 @@ from simulator import ProviderSimulator
 
 pytest_plugins = ["pytester"]
 
-TESTS_DIR = Path(__file__).resolve().parent
+TESTS_DIR = Path(__file__).resolve().parents[1]
 NAME = "tests/test_agent_unittest.py::AgentTests::test_refund"
 MODULE = """\
 import os

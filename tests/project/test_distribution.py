@@ -12,7 +12,7 @@ import pytest
 
 from ghostrun._core._distribution import DISTRIBUTION, SUMMARY
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_distribution_is_not_named_like_the_other_project() -> None:

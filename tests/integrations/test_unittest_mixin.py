@@ -338,8 +338,8 @@ def test_session_options_are_computed_per_test(tmp_path: Path) -> None:
 
     result = run_case(PerTest, "test_record", "test_replay")
     assert result.wasSuccessful(), result.errors
-    prefix = "tests/test_unittest_mixin.py::test_session_options_are_computed_per_test"
-    prefix += "::<locals>::PerTest"
+    prefix = "tests/integrations/test_unittest_mixin.py"
+    prefix += "::test_session_options_are_computed_per_test::<locals>::PerTest"
     assert seen == {
         "record": ("record", f"{prefix}::test_record"),
         "replay": ("replay", f"{prefix}::test_replay"),
@@ -437,8 +437,8 @@ def test_each_outcome_is_reported_to_the_run_log(
     names = [name for name in dir(Outcomes) if name.startswith("test_")]
     result = run_case(Outcomes, *names)
     assert result.testsRun == len(names)
-    prefix = "tests/test_unittest_mixin.py::test_each_outcome_is_reported_to_the_run_log"
-    prefix += "::<locals>::Outcomes"
+    prefix = "tests/integrations/test_unittest_mixin.py"
+    prefix += "::test_each_outcome_is_reported_to_the_run_log::<locals>::Outcomes"
     assert reported == {
         f"{prefix}::test_passed": "passed",
         f"{prefix}::test_failed": "failed",

@@ -765,7 +765,7 @@ def test_uncaught_failure_prints_on_an_ascii_console(tmp_path: Path) -> None:
     )
     env = {
         "PYTHONIOENCODING": "ascii",
-        "PYTHONPATH": str(Path(__file__).parents[1]),
+        "PYTHONPATH": str(Path(__file__).parents[2]),
         "GHOSTRUN_CASSETTE_DIR": str(tmp_path / "cassettes"),  # the run log lands here
     }
 
