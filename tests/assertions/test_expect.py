@@ -28,6 +28,7 @@ from anthropic.types import Message as AnthropicMessage
 from google import genai
 from google.genai import types as gtypes
 from groq.types.chat import ChatCompletion as GroqChatCompletion
+from helpers import ROOT
 from openai.types.chat import ChatCompletion, ChatCompletionChunk, ChatCompletionMessage
 from openai.types.responses import Response, ResponseCompletedEvent, ResponseTextDeltaEvent
 from simulator import ProviderSimulator
@@ -765,7 +766,7 @@ def test_uncaught_failure_prints_on_an_ascii_console(tmp_path: Path) -> None:
     )
     env = {
         "PYTHONIOENCODING": "ascii",
-        "PYTHONPATH": str(Path(__file__).parents[2]),
+        "PYTHONPATH": str(ROOT),
         "GHOSTRUN_CASSETTE_DIR": str(tmp_path / "cassettes"),  # the run log lands here
     }
 

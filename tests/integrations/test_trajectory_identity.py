@@ -18,11 +18,12 @@ from pathlib import Path
 import orjson
 import pytest
 from agents_under_test import PLAN
+from helpers import ROOT
 from simulator import ProviderSimulator
 
 pytest_plugins = ["pytester"]
 
-TESTS_DIR = Path(__file__).resolve().parents[1]
+TESTS_DIR = ROOT / "tests"
 NAME = "tests/test_agent_unittest.py::AgentTests::test_refund"
 MODULE = """\
 import os

@@ -16,6 +16,7 @@ import httpx2
 import orjson
 import pytest
 from google import genai
+from helpers import cassettes
 from multidict import CIMultiDictProxy
 from simulator import ProviderSimulator
 
@@ -31,10 +32,6 @@ MODEL = "gemini-2.0-flash"
 pytestmark = pytest.mark.filterwarnings(
     "ignore:Inheritance class AiohttpClientSession:DeprecationWarning"
 )
-
-
-def cassettes(directory: Path) -> list[dict[str, Any]]:
-    return [orjson.loads(p.read_bytes()) for p in sorted(directory.glob("*.json"))]
 
 
 def chat(prompt: str, *, stream: bool = False) -> dict[str, Any]:

@@ -15,6 +15,7 @@ import botocore.eventstream
 import orjson
 import pytest
 import urllib3
+from helpers import cassettes, record_then_replay
 from simulator import ProviderSimulator
 
 import ghostrun
@@ -61,23 +62,14 @@ def bedrock(endpoint: str | None, *, placeholder: bool = False, **config: Any) -
     )
 
 
-def cassettes(directory: Path) -> list[dict[str, Any]]:
-    return [orjson.loads(p.read_bytes()) for p in sorted(directory.glob("*.json"))]
-
-
-def record_then_replay(
+def keys_then_placeholders(
     provider: ProviderSimulator, cassette_dir: Path, fn: Callable[[Any], Any]
 ) -> tuple[Any, Any]:
     """Record with real-looking keys, stop the simulator, replay with placeholder keys."""
-    hosts = [provider.base_url]
-    with ghostrun.session(mode="auto", cassette_dir=cassette_dir, hosts=hosts) as recording:
-        live = fn(bedrock(provider.base_url))
-    assert recording.recorded == 1 and provider.served == 1
-    provider.stop()
-    with ghostrun.session(mode="replay", cassette_dir=cassette_dir, hosts=hosts) as replay:
-        again = fn(bedrock(provider.base_url, placeholder=True))
-    assert replay.replayed == 1 and replay.recorded == 0 and provider.served == 1
-    return live, again
+    url = provider.base_url
+    return record_then_replay(
+        provider, cassette_dir, lambda: fn(bedrock(url)), lambda: fn(bedrock(url, placeholder=True))
+    )
 
 
 def converse(client: Any) -> Any:
@@ -106,7 +98,7 @@ def eventstream_chunks(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
 def test_converse_replays_with_placeholder_credentials_and_the_simulator_stopped(
     provider: ProviderSimulator, cassette_dir: Path
 ) -> None:
-    live, again = record_then_replay(provider, cassette_dir, converse)
+    live, again = keys_then_placeholders(provider, cassette_dir, converse)
     assert again == live
     assert live[0]["message"]["content"] == [{"text": "Echo: Where is my refund?"}]
     assert live[1] == "end_turn" and live[2]["totalTokens"] > 0
@@ -118,7 +110,7 @@ def test_converse_replays_with_placeholder_credentials_and_the_simulator_stopped
 def test_converse_stream_replays_frame_for_frame_and_byte_for_byte(
     provider: ProviderSimulator, cassette_dir: Path, eventstream_chunks: list[bytes]
 ) -> None:
-    live, again = record_then_replay(
+    live, again = keys_then_placeholders(
         provider, cassette_dir, lambda client: (converse_stream(client), len(eventstream_chunks))
     )
     assert again[0] == live[0]
@@ -136,7 +128,7 @@ def test_converse_stream_replays_frame_for_frame_and_byte_for_byte(
 def test_converse_stream_is_stored_as_readable_frames(
     provider: ProviderSimulator, cassette_dir: Path
 ) -> None:
-    record_then_replay(provider, cassette_dir, converse_stream)
+    keys_then_placeholders(provider, cassette_dir, converse_stream)
     (cassette,) = cassettes(cassette_dir)
     response = cassette["responses"][0]
     assert response["headers"]["content-type"] == "application/vnd.amazon.eventstream"
@@ -172,7 +164,7 @@ def test_a_tool_call_streamed_by_converse_stream_replays(
         reply = client.converse_stream(modelId=MODEL, messages=messages, toolConfig=tools)
         return list(reply["stream"])
 
-    live, again = record_then_replay(provider, cassette_dir, call)
+    live, again = keys_then_placeholders(provider, cassette_dir, call)
     assert again == live
     start = next(e["contentBlockStart"] for e in live if "contentBlockStart" in e)
     assert start["start"]["toolUse"]["name"] == "lookup_order"
@@ -195,7 +187,7 @@ def test_invoke_model_replays(provider: ProviderSimulator, cassette_dir: Path) -
         reply = client.invoke_model(modelId=MODEL, body=orjson.dumps(body))
         return reply["contentType"], orjson.loads(reply["body"].read())["content"]
 
-    live, again = record_then_replay(provider, cassette_dir, call)
+    live, again = keys_then_placeholders(provider, cassette_dir, call)
     assert again == live and live[1] == [{"type": "text", "text": "Echo: hello invoke"}]
 
 
@@ -212,7 +204,7 @@ def test_invoke_model_with_response_stream_replays_chunk_for_chunk(
         reply = client.invoke_model_with_response_stream(modelId=MODEL, body=orjson.dumps(body))
         return [orjson.loads(event["chunk"]["bytes"]) for event in reply["body"]]
 
-    live, again = record_then_replay(provider, cassette_dir, call)
+    live, again = keys_then_placeholders(provider, cassette_dir, call)
     assert again == live and live[-1]["type"] == "message_stop"
     (cassette,) = cassettes(cassette_dir)
     frames = [chunk[0] for chunk in cassette["responses"][0]["body"]["eventstream"]]
@@ -270,7 +262,7 @@ def test_a_token_the_model_spells_over_two_delta_events_is_masked(
     provider.reply = f"your token is {SESSION_TOKEN}, keep it"
     provider.delta_pieces = lambda text: [text[:cut], text[cut:]]
 
-    live, again = record_then_replay(provider, cassette_dir, call)
+    live, again = keys_then_placeholders(provider, cassette_dir, call)
 
     assert len(live) == 2 and (SESSION_TOKEN in live[0]) == (cut == 75)
     assert "".join(live) == f"your token is {SESSION_TOKEN}, keep it"
@@ -335,7 +327,7 @@ def test_a_converse_stream_cut_mid_way_replays_its_events_then_the_break(
             events.extend(client.converse_stream(modelId=MODEL, messages=MESSAGES)["stream"])
         return events, type(broke.value)
 
-    live, again = record_then_replay(provider, cassette_dir, call)
+    live, again = keys_then_placeholders(provider, cassette_dir, call)
     assert again == live and len(live[0]) == 3
     assert issubclass(live[1], urllib3.exceptions.ProtocolError)  # botocore hands it on
     (cassette,) = cassettes(cassette_dir)

@@ -23,6 +23,7 @@ from google.ai.generativelanguage_v1.services.generative_service.transports impo
     GenerativeServiceGrpcTransport,
 )
 from grpc_simulator import GrpcSimulator
+from helpers import cassettes
 
 import ghostrun
 
@@ -56,10 +57,6 @@ def _record_then_replay(server: GrpcSimulator, cassette_dir: Path, run: Any) -> 
     return live, replayed
 
 
-def _cassettes(cassette_dir: Path) -> list[dict[str, Any]]:
-    return [json.loads(path.read_text()) for path in sorted(cassette_dir.glob("*.json"))]
-
-
 # -- grpc's own channels, every kind of call ----------------------------------------------
 
 
@@ -89,7 +86,7 @@ def test_sync_channel_records_and_replays_every_kind_of_call(
     assert live[3] == [b"one", b"two", b"three"]
     assert live[-2:] == [grpc.StatusCode.INVALID_ARGUMENT, "no such model: grok-0"]
     assert replayed == live
-    assert len(_cassettes(cassette_dir)) == 5
+    assert len(cassettes(cassette_dir)) == 5
 
 
 def _four_kinds_aio(target: str) -> list[Any]:
@@ -134,7 +131,7 @@ def test_repeated_calls_replay_in_the_order_recorded(
     live, replayed = _record_then_replay(server, cassette_dir, run)
     assert live == ["req-1", "req-2", "req-3"]
     assert replayed == live
-    assert len(_cassettes(cassette_dir)) == 1
+    assert len(cassettes(cassette_dir)) == 1
 
 
 def test_a_channel_made_before_the_session_is_intercepted(
@@ -173,7 +170,7 @@ def test_metadata_credentials_never_reach_the_disk(
     for path in cassette_dir.rglob("*"):
         if path.is_file():
             assert BEARER not in path.read_text(errors="replace"), path
-    unary = next(c for c in _cassettes(cassette_dir) if c["request"]["url"].endswith("/Unary"))
+    unary = next(c for c in cassettes(cassette_dir) if c["request"]["url"].endswith("/Unary"))
     assert "authorization" not in unary["request"]["headers"]
     assert unary["responses"][0]["headers"]["x-request-id"] == "req-1"  # safe-listed
 
@@ -267,7 +264,7 @@ def test_google_client_records_and_replays(
 def test_google_cassettes_are_readable_json(server: GrpcSimulator, cassette_dir: Path) -> None:
     with _session(server, cassette_dir, "record"):
         _google_sync(server.target)
-    by_method = {c["request"]["url"].rsplit("/", 1)[1]: c for c in _cassettes(cassette_dir)}
+    by_method = {c["request"]["url"].rsplit("/", 1)[1]: c for c in cassettes(cassette_dir)}
     unary, stream = by_method["GenerateContent"], by_method["StreamGenerateContent"]
     request = unary["request"]
     assert request["method"] == "POST"
@@ -325,7 +322,7 @@ def test_credential_fields_inside_a_request_message_are_masked(
 
     live, replayed = _record_then_replay(server, cassette_dir, run)
     assert replayed == live
-    (cassette,) = _cassettes(cassette_dir)
+    (cassette,) = cassettes(cassette_dir)
     body = cassette["request"]["body"]["json"]
     assert body["prompt"] == "Where is my refund?"
     assert body["api_key"] != BEARER
@@ -401,7 +398,7 @@ def test_a_stream_left_unread_is_recorded_as_far_as_it_was_read(
 
     with _session(server, cassette_dir, "record"):
         assert run() == b"first"
-    (cassette,) = _cassettes(cassette_dir)
+    (cassette,) = cassettes(cassette_dir)
     outcome = cassette["responses"][0]["body"]["json"]
     assert outcome["code"] == "CANCELLED"
     assert [m["base64"] for m in outcome["messages"]] == ["Zmlyc3Q="]  # b"first"
@@ -437,7 +434,7 @@ def test_an_aio_stream_left_unread_is_recorded_as_far_as_it_was_read(
 
     with _session(server, cassette_dir, "record"):
         assert asyncio.run(run()) == b"first"
-    (cassette,) = _cassettes(cassette_dir)
+    (cassette,) = cassettes(cassette_dir)
     assert cassette["responses"][0]["body"]["json"]["code"] == "CANCELLED"
     server.stop_server()
     with _session(server, cassette_dir, "replay"):

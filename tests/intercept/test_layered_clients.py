@@ -19,6 +19,7 @@ import openai
 import orjson
 import pytest
 import simulator
+from helpers import cassettes
 from simulator import ProviderSimulator
 
 import ghostrun
@@ -33,10 +34,6 @@ Call = Callable[[ProviderSimulator, str], Awaitable[Any]]
 
 # litellm's own pydantic models, built on first use; not ours to fix.
 pytestmark = pytest.mark.filterwarnings("ignore:Items? .* the `ReadOnly` qualifier")
-
-
-def cassettes(directory: Path) -> list[dict[str, Any]]:
-    return [orjson.loads(p.read_bytes()) for p in sorted(directory.glob("*.json"))]
 
 
 def messages(prompt: str) -> list[dict[str, str]]:

@@ -18,6 +18,7 @@ import orjson
 import pytest
 import requests
 import urllib3
+from helpers import cassettes, record_then_replay
 from requests.adapters import HTTPAdapter
 from simulator import ProviderSimulator
 
@@ -29,30 +30,8 @@ OPENAI_KEY = "sk-" + "test-urllib3-0123456789abcdefghij"  # fake, assembled at r
 Call = Callable[[], Any]
 
 
-def cassettes(directory: Path) -> list[dict[str, Any]]:
-    return [orjson.loads(p.read_bytes()) for p in sorted(directory.glob("*.json"))]
-
-
 def chat(prompt: str, *, stream: bool = False) -> dict[str, Any]:
     return {"model": "m", "stream": stream, "messages": [{"role": "user", "content": prompt}]}
-
-
-def record_then_replay(
-    provider: ProviderSimulator, cassette_dir: Path, fn: Call, *, requests: int = 1
-) -> tuple[Any, Any]:
-    """Record `fn` live, stop the provider, replay it: (live result, replayed result)."""
-    hosts = [provider.base_url]
-    with ghostrun.session(mode="auto", cassette_dir=cassette_dir, hosts=hosts) as recording:
-        live = fn()
-    assert (recording.recorded, recording.replayed) == (requests, 0)
-    served = provider.served
-    assert served == requests
-    provider.stop()
-    with ghostrun.session(mode="replay", cassette_dir=cassette_dir, hosts=hosts) as replay:
-        again = fn()
-    assert (replay.replayed, replay.recorded) == (requests, 0)
-    assert provider.served == served
-    return live, again
 
 
 @pytest.fixture

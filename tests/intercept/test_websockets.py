@@ -20,6 +20,7 @@ import openai
 import pytest
 import websockets.asyncio.client as aio_client
 import websockets.sync.client as sync_client
+from helpers import ROOT, cassettes
 from websockets.exceptions import ConnectionClosedOK
 from ws_simulator import AUDIO, WebSocketSimulator
 
@@ -37,10 +38,6 @@ def ws_provider() -> Iterator[WebSocketSimulator]:
 
 def _session(cassette_dir: Path, mode: str) -> ghostrun.Session:
     return ghostrun.session(cassette_dir=cassette_dir, hosts=LOOPBACK, mode=mode)
-
-
-def _cassettes(cassette_dir: Path) -> list[dict[str, Any]]:
-    return [json.loads(p.read_text()) for p in sorted(cassette_dir.glob("*.json"))]
 
 
 # -- a raw websockets client ---------------------------------------------------------
@@ -113,7 +110,7 @@ def test_the_cassette_is_readable_json_text_and_base64_with_the_close(
 ) -> None:
     with _session(cassette_dir, "auto"):
         _raw_sync(ws_provider.url("/echo?key=AIzaQueryKEY0123456789"))
-    (document,) = _cassettes(cassette_dir)
+    (document,) = cassettes(cassette_dir)
     assert (document["kind"], document["version"]) == ("websocket", 1)
     (conversation,) = document["conversations"]
     assert conversation["handshake"]["url"] == ws_provider.url("/echo")  # key= dropped
@@ -454,9 +451,7 @@ def test_a_changed_realtime_event_is_a_miss_with_its_diff(
 def test_the_readme_shows_the_websocket_miss_as_printed(
     ws_provider: WebSocketSimulator, cassette_dir: Path
 ) -> None:
-    readme = (Path(__file__).resolve().parents[2] / "docs" / "websockets.md").read_text(
-        encoding="utf-8"
-    )
+    readme = (ROOT / "docs" / "websockets.md").read_text(encoding="utf-8")
     shown = readme.split("```text\nghostrun: a WebSocket frame to ")[1].split("```")[0]
     with _session(cassette_dir, "auto"):
         _realtime_sync(ws_provider, ["text"], "Hello there")
@@ -513,7 +508,7 @@ def test_agent_run_with_a_tool_over_the_websocket_transport_replays_identically(
     asyncio.run(both())
     assert calls == ["A123", "A123"]
     assert ws_provider.connections == 1
-    (document,) = _cassettes(cassette_dir)
+    (document,) = cassettes(cassette_dir)
     frames = document["conversations"][0]["frames"]
     sent = [f["client"]["json"]["type"] for f in frames if "client" in f]
     assert sent == ["response.create", "response.create"]
@@ -553,7 +548,7 @@ def test_gemini_live_replays_identically(cassette_dir: Path) -> None:
     finally:
         ws_provider.stop()
     assert ws_provider.connections == 1
-    (document,) = _cassettes(cassette_dir)
+    (document,) = cassettes(cassette_dir)
     frames = document["conversations"][0]["frames"]
     assert {"server": {"binary_json": {"setupComplete": {}}}} in frames
     assert b"AIzaLiveKEY" not in (cassette_dir / f"{document['key']}.json").read_bytes()

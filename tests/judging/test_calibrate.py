@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import ROOT
 from simulator import ProviderSimulator
 
 import ghostrun
@@ -23,7 +24,7 @@ from ghostrun._judging._judges import OllamaJudge
 from ghostrun._judging._verdicts import grade
 from ghostrun._tools._cli import main
 
-EXAMPLE_LABELS = Path(__file__).resolve().parents[2] / "examples" / "calibration" / "labels.jsonl"
+EXAMPLE_LABELS = ROOT / "examples" / "calibration" / "labels.jsonl"
 
 
 def asked(body: dict[str, Any]) -> tuple[str, str, int | None]:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import ROOT
 from simulator import closed_port_url
 
 import ghostrun
@@ -26,8 +27,6 @@ from ghostrun._judging._judges import (
     build_messages,
     parse_verdict,
 )
-
-ROOT = Path(__file__).resolve().parents[2]
 
 # --- the pure core -------------------------------------------------------------------
 

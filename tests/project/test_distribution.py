@@ -9,10 +9,9 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from helpers import ROOT
 
 from ghostrun._core._distribution import DISTRIBUTION, SUMMARY
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_distribution_is_not_named_like_the_other_project() -> None:

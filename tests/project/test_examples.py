@@ -20,10 +20,10 @@ from typing import Any
 
 import openai
 import pytest
+from helpers import ROOT
 
 from ghostrun._secrets._redact import scrub_text
 
-ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 CASSETTES = EXAMPLES / "cassettes"
 CASSETTE_FILES = sorted(CASSETTES.glob("*.json"))

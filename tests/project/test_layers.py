@@ -14,8 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers import ROOT
 
-PACKAGE = Path(__file__).resolve().parents[2] / "ghostrun"
+PACKAGE = ROOT / "ghostrun"
 
 # Lowest first. A layer may import the layers listed for it, and its own modules.
 CONTRACT: dict[str, tuple[str, ...]] = {

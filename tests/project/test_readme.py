@@ -36,11 +36,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import ROOT
 
 import ghostrun
 from ghostrun._core import _project
 
-ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
 PAGES = [README, *sorted(DOCS.glob("*.md")), ROOT / "CONTRIBUTING.md"]

@@ -11,8 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
+from helpers import ROOT
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:

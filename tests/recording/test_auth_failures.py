@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
-from typing import Any
 
 import httpx
 import openai
 import orjson
 import pytest
 import requests
+from helpers import cassettes
 from simulator import ProviderSimulator, RawReply
 
 import ghostrun
@@ -37,10 +37,6 @@ DENIED = orjson.dumps(
     {"error": {"code": "401", "message": "Access denied due to invalid subscription key."}}
 )
 AUTH_WARNING = "recorded an authentication failure from 127.0.0.1: check the key"
-
-
-def cassettes(directory: Path) -> list[dict[str, Any]]:
-    return [orjson.loads(p.read_bytes()) for p in sorted(directory.glob("*.json"))]
 
 
 def azure_embeddings(provider: ProviderSimulator, calls: int) -> list[str]:

@@ -10,15 +10,12 @@ import httpx2
 import orjson
 import pytest
 import sdk_calls
+from helpers import cassettes
 from simulator import ProviderSimulator
 
 import ghostrun
 
 LOOPBACK = ("127.0.0.1",)
-
-
-def cassettes(directory: Path) -> list[dict[str, Any]]:
-    return [orjson.loads(p.read_bytes()) for p in sorted(directory.glob("*.json"))]
 
 
 @pytest.mark.parametrize("call", sorted(sdk_calls.SYNC_CALLS))

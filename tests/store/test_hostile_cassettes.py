@@ -15,7 +15,7 @@ import base64
 import gzip
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ import orjson
 import pytest
 import requests
 import websockets.sync.client as sync_client
+from helpers import ROOT
 from simulator import ProviderSimulator
 from ws_simulator import WebSocketSimulator
 
@@ -35,23 +36,7 @@ from ghostrun._tools import _cli
 
 LOOPBACK = ("127.0.0.1",)
 BODY = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "security-cassettes.md"
-
-
-@pytest.fixture(scope="module")
-def simulator() -> Iterator[ProviderSimulator]:
-    with ProviderSimulator() as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def good(simulator: ProviderSimulator, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One recorded cassette, copied and edited by each test."""
-    directory = tmp_path_factory.mktemp("good")
-    with ghostrun.session(mode="record", cassette_dir=directory, hosts=LOOPBACK):
-        httpx.post(simulator.url("/v1/chat/completions"), json=BODY)
-    (path,) = directory.glob("*.json")
-    return path
+DOCS = ROOT / "docs" / "security-cassettes.md"
 
 
 def planted(good: Path, directory: Path, edit: Callable[[dict[str, Any]], None]) -> Path:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -112,22 +112,6 @@ CASSETTE_SHAPES: list[tuple[str, Shape, str]] = [
     ("session-int", setting("responses[0].session", 5), "responses[0].session: expected a str"),
     ("request-body-two", setting("request.body", {"a": 1, "b": 2}), "request.body: expected ex"),
 ]
-
-
-@pytest.fixture(scope="module")
-def simulator() -> Iterator[ProviderSimulator]:
-    with ProviderSimulator() as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def good(simulator: ProviderSimulator, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One recorded cassette, copied and broken by each test."""
-    directory = tmp_path_factory.mktemp("good")
-    with ghostrun.session(mode="auto", cassette_dir=directory, hosts=LOOPBACK):
-        httpx.post(simulator.url("/v1/chat/completions"), json=BODY)
-    (path,) = directory.glob("*.json")
-    return path
 
 
 def broken(good: Path, directory: Path, shape: Shape) -> Path:

@@ -25,6 +25,7 @@ from typing import Any
 import httpx
 import orjson
 import pytest
+from helpers import ROOT
 from simulator import ProviderSimulator
 
 import ghostrun
@@ -34,7 +35,6 @@ from ghostrun._tools import _cli
 
 LOOPBACK = ("127.0.0.1",)
 BODY = {"model": "gpt-sim", "messages": [{"role": "user", "content": "Next step?"}]}
-ROOT = Path(__file__).resolve().parents[2]
 pytest_plugins = ["pytester"]
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import ROOT
 from simulator import ProviderSimulator
 
 from ghostrun._tools._cli import main
@@ -342,9 +343,7 @@ def browse(path: Path) -> dict[str, Any]:
 def test_the_readme_shows_a_real_review(edited: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The README's review output is this scenario's, but for its keys and port."""
     _code, out = review(edited, capsys)
-    readme = (Path(__file__).resolve().parents[2] / "docs" / "review.md").read_text(
-        encoding="utf-8"
-    )
+    readme = (ROOT / "docs" / "review.md").read_text(encoding="utf-8")
     shown = readme.split("```text\nghostrun review:", 1)[1].split("```", 1)[0]
 
     def normal(text: str) -> list[str]:

@@ -32,6 +32,7 @@ from fidelity_corpus import (
     OPENAI_HEADERS,
     SECOND_CORPUS,
 )
+from helpers import record_then_replay
 from simulator import ProviderSimulator, RawReply
 
 import ghostrun
@@ -135,30 +136,25 @@ def only_cassette(directory: Path, path_part: str = "") -> dict[str, Any]:
     return found
 
 
-def record_then_replay(
+def replayed_as_without_us(
     provider: ProviderSimulator, cassette_dir: Path, fetch: Callable[[], Seen]
 ) -> tuple[Seen, Seen]:
     """What the client saw recording and replaying, each checked against a run without us."""
     without = fetch()
-    live, again = _record_then_replay(provider, cassette_dir, fetch)
+    live, again = recorded_and_replayed(provider, cassette_dir, fetch)
     headers = [(n, v) for n, v in without.headers if n.lower() not in FRAMING]
     assert live == replace(without, headers=headers)  # recording hands on all but framing
     assert again == replace(without, headers=kept(headers))  # replay all but §4's drops too
     return live, again
 
 
-def _record_then_replay(
+def recorded_and_replayed(
     provider: ProviderSimulator, cassette_dir: Path, fetch: Callable[[], Seen]
 ) -> tuple[Seen, Seen]:
-    with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=LOOPBACK) as s:
-        live = fetch()
-    assert s.recorded >= 1
-    served = provider.served
-    provider.stop()
-    with ghostrun.session(mode="replay", cassette_dir=cassette_dir, hosts=LOOPBACK) as s:
-        again = fetch()
-    assert s.replayed >= 1 and provider.served == served
-    return live, again
+    """Recorded (one request or more, a redirect's too), then replayed with the provider gone."""
+    return record_then_replay(
+        provider, cassette_dir, fetch, mode="record", requests=None, hosts=LOOPBACK
+    )
 
 
 def kept(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -177,7 +173,7 @@ def test_the_corpus_replays_byte_for_byte_and_stays_readable(
     entry = CORPUS[name]
     provider.raw_replies[name] = entry.reply
     url = provider.url(f"/raw/{name}")
-    live, again = record_then_replay(provider, cassette_dir, lambda: ROADS[road](url))
+    live, again = replayed_as_without_us(provider, cassette_dir, lambda: ROADS[road](url))
 
     sent = entry.reply.chunks if entry.reply.chunks is not None else [entry.reply.body]
     assert live.status == again.status == entry.reply.status
@@ -218,7 +214,7 @@ def test_a_redirect_replays_as_it_happened_live(
         200, [("content-type", "application/json")], b'{"landed": true}'
     )
     url = provider.url("/raw/moved")
-    live, again = record_then_replay(provider, cassette_dir, lambda: ROADS[road](url, "GET"))
+    live, again = replayed_as_without_us(provider, cassette_dir, lambda: ROADS[road](url, "GET"))
 
     assert provider.served == 4  # the redirect and its target, without us and recording
     assert (live.status, live.history, live.body) == (200, [302], b'{"landed": true}')
@@ -304,7 +300,7 @@ def test_gemini_sdk_http_response_headers_replay_as_received(
         assert reply.sdk_http_response is not None
         return reply.total_tokens, reply.sdk_http_response.headers
 
-    live, again = _record_then_replay(provider, cassette_dir, call)
+    live, again = recorded_and_replayed(provider, cassette_dir, call)
     expected: dict[str, str] = {}
     for name, value in GEMINI_HEADERS:  # the SDK joins a repeated header's values
         name = name if road == "async" else name.lower()  # httpx2 lists names lower-cased
@@ -380,7 +376,7 @@ def test_the_second_corpus_replays_what_the_provider_answered(
     provider.raw_replies[name] = reply
     url, fetch = provider.url(f"/raw/{name}"), ANSWER_ROADS[road]
     without = fetch(url)
-    live, again = _record_then_replay(provider, cassette_dir, lambda: fetch(url))
+    live, again = recorded_and_replayed(provider, cassette_dir, lambda: fetch(url))
 
     assert (live.status, live.reason, live.body) == (without.status, without.reason, without.body)
     assert again == live  # status, reason, body bytes and chunks, as recorded
