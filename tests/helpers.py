@@ -1,5 +1,6 @@
 """Helpers that test modules in several folders share: where the repository is, what a cassette
-directory holds, and a call recorded, then replayed with the provider gone.
+directory holds, a call recorded, then replayed with the provider gone, and a Python child
+process run as a user runs it.
 
 Imported by module name (``from helpers import cassettes``) like the suite's other helpers at
 ``tests/`` (pyproject.toml puts ``tests`` on pytest's ``pythonpath``); fixtures live in the
@@ -8,6 +9,9 @@ Imported by module name (``from helpers import cassettes``) like the suite's oth
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -60,3 +64,24 @@ def record_then_replay(
         assert (replay.replayed, replay.recorded) == (requests, 0)
     assert provider.served == served
     return live, again
+
+
+def run_python(*args: str, cwd: Path | None = None, **env: str) -> subprocess.CompletedProcess[str]:
+    """``python *args`` in a child process, this environment plus ``env``, as a user runs it.
+
+    The test's pytest id is not handed on: ghostrun would name the child's sessions after it.
+    Its output is read as UTF-8 whatever its console's encoding, and it has two minutes.
+    """
+    environ = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
+    environ.update(env)
+    return subprocess.run(
+        [sys.executable, *args],
+        cwd=cwd,
+        env=environ,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        errors="replace",
+        timeout=120,
+        check=False,
+    )

@@ -7,11 +7,10 @@ so a shell, a Makefile or CI sees the failure.
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
+from helpers import run_python
 from simulator import ProviderSimulator
 
 SCRIPT = """\
@@ -41,23 +40,13 @@ def run_script(
 ) -> subprocess.CompletedProcess[str]:
     script = tmp_path / "check_reply.py"
     script.write_text(SCRIPT, encoding="utf-8")
-    environ = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
-    environ.update(
+    return run_python(
+        str(script),
+        cwd=tmp_path,
         SIMULATOR_URL=provider.base_url,
         PROMPT=prompt,
         GHOSTRUN_CASSETTE_DIR=str(tmp_path / "cassettes"),
         **env,
-    )
-    return subprocess.run(
-        [sys.executable, str(script)],
-        cwd=tmp_path,
-        env=environ,
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        errors="replace",
-        timeout=120,
-        check=False,
     )
 
 
@@ -94,16 +83,7 @@ def test_a_judge_verdict_failure_exits_1(tmp_path: Path, provider: ProviderSimul
         "ghostrun.expect('We will look into it.').contains_intent('offers a refund')\n",
         encoding="utf-8",
     )
-    environ = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
-    environ["GHOSTRUN_CASSETTE_DIR"] = str(tmp_path / "cassettes")
-    result = subprocess.run(
-        [sys.executable, str(script)],
-        env=environ,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    result = run_python(str(script), GHOSTRUN_CASSETTE_DIR=str(tmp_path / "cassettes"))
     assert result.returncode == 1
     assert "expected: the text expresses the intent: offers a refund" in result.stderr
     assert "said FAIL: no refund is offered" in result.stderr
@@ -142,20 +122,12 @@ print("never reached")
 def test_a_skip_left_uncaught_in_a_script_is_one_line_not_a_traceback(tmp_path: Path) -> None:
     script = tmp_path / "check.py"
     script.write_text(SKIPPING_SCRIPT, encoding="utf-8")
-    environ = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
-    environ.update(
+    result = run_python(
+        str(script),
+        cwd=tmp_path,
         GHOSTRUN_MODE="replay",
         GHOSTRUN_ON_JUDGE_UNAVAILABLE="skip",
         GHOSTRUN_CASSETTE_DIR=str(tmp_path / "cassettes"),
-    )
-    result = subprocess.run(
-        [sys.executable, str(script)],
-        cwd=tmp_path,
-        env=environ,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
     )
     assert result.returncode == 1  # the script did not run to its end
     assert result.stdout == "deterministic check held\n"

@@ -8,14 +8,13 @@ in-process tests at the end cover what needs no HTTP.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import textwrap
 import unittest
 from pathlib import Path
 
 import pytest
+from helpers import run_python
 from simulator import ProviderSimulator
 
 import ghostrun
@@ -56,16 +55,15 @@ def run_unittest(
 ) -> subprocess.CompletedProcess[str]:
     """Write ``test_generated.py`` (HEADER + body) and run it with ``python -m unittest -v``."""
     (tmp_path / "test_generated.py").write_text(HEADER + textwrap.dedent(body), encoding="utf-8")
-    environ = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
-    environ.update(SIMULATOR_URL=url, GHOSTRUN_CASSETTE_DIR=str(tmp_path / "cassettes"), **env)
-    return subprocess.run(
-        [sys.executable, "-m", "unittest", "-v", "test_generated"],
+    return run_python(
+        "-m",
+        "unittest",
+        "-v",
+        "test_generated",
         cwd=tmp_path,
-        env=environ,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+        SIMULATOR_URL=url,
+        GHOSTRUN_CASSETTE_DIR=str(tmp_path / "cassettes"),
+        **env,
     )
 
 
