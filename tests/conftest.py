@@ -78,6 +78,22 @@ def aiohttp_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 @pytest.fixture
+def urlopen_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Counts urllib3's attempts: ``urlopen`` calls itself again for each retry and redirect."""
+    import urllib3
+
+    calls: list[str] = []
+    original = urllib3.connectionpool.HTTPConnectionPool.urlopen
+
+    def counting(self: Any, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+        calls.append(url)
+        return original(self, method, url, *args, **kwargs)
+
+    monkeypatch.setattr(urllib3.connectionpool.HTTPConnectionPool, "urlopen", counting)
+    return calls
+
+
+@pytest.fixture
 def forget_new_secrets() -> Iterator[None]:
     """The process remembers every secret it saw, to scrub run logs: a test's random
     ones (hypothesis tries words like "text/event-stream") must not scrub later tests."""

@@ -275,16 +275,8 @@ def test_a_token_the_model_spells_over_two_delta_events_is_masked(
 
 
 def test_a_bedrock_miss_reaches_the_test_once_past_botocores_retries(
-    provider: ProviderSimulator, cassette_dir: Path, monkeypatch: pytest.MonkeyPatch
+    provider: ProviderSimulator, cassette_dir: Path, urlopen_calls: list[str]
 ) -> None:
-    attempts: list[str] = []
-    original = urllib3.connectionpool.HTTPConnectionPool.urlopen
-
-    def counting(self: Any, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
-        attempts.append(url)
-        return original(self, method, url, *args, **kwargs)
-
-    monkeypatch.setattr(urllib3.connectionpool.HTTPConnectionPool, "urlopen", counting)
     client = bedrock(
         provider.base_url, placeholder=True, retries={"max_attempts": 5, "mode": "standard"}
     )
@@ -293,7 +285,7 @@ def test_a_bedrock_miss_reaches_the_test_once_past_botocores_retries(
         with ghostrun.session(mode="replay", cassette_dir=cassette_dir, hosts=[provider.base_url]):
             converse(client)
     assert time.monotonic() - started < 2
-    assert len(attempts) == 1 and provider.served == 0
+    assert len(urlopen_calls) == 1 and provider.served == 0
 
 
 def test_the_real_bedrock_host_is_intercepted_with_no_endpoint_given(cassette_dir: Path) -> None:

@@ -34,20 +34,6 @@ def chat(prompt: str, *, stream: bool = False) -> dict[str, Any]:
     return {"model": "m", "stream": stream, "messages": [{"role": "user", "content": prompt}]}
 
 
-@pytest.fixture
-def urlopen_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Counts urllib3's attempts: ``urlopen`` calls itself again for each retry and redirect."""
-    calls: list[str] = []
-    original = urllib3.connectionpool.HTTPConnectionPool.urlopen
-
-    def counting(self: Any, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
-        calls.append(url)
-        return original(self, method, url, *args, **kwargs)
-
-    monkeypatch.setattr(urllib3.connectionpool.HTTPConnectionPool, "urlopen", counting)
-    return calls
-
-
 # -- requests --------------------------------------------------------------------------
 
 
