@@ -1,5 +1,6 @@
 """Fixtures shared by the whole suite: the loopback provider, a clean environment, and the
-set-ups several test modules share."""
+set-ups several test modules share. A layer's own fixtures are in its folder's conftest.py;
+helpers that are not fixtures are in helpers.py."""
 
 from __future__ import annotations
 
