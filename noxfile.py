@@ -43,29 +43,29 @@ SHOWN = [*ROADS, *SDKS, "openai-agents", "pytest"]
 
 AGENTS = "openai-agents"
 AGENT_TESTS = [
-    "tests/test_telemetry.py",
-    "tests/test_websockets.py::test_agent_run_with_a_tool_over_the_websocket_transport_replays_identically",
+    "tests/intercept/test_telemetry.py",
+    "tests/intercept/test_websockets.py::test_agent_run_with_a_tool_over_the_websocket_transport_replays_identically",
 ]
 ROAD_TESTS = [
-    "tests/test_websockets.py",
-    "tests/test_aiohttp.py",
-    "tests/test_urllib3.py",
-    "tests/test_bedrock.py",
-    "tests/test_replay.py",
-    "tests/test_unhooked.py",
-    "tests/test_late_roads.py",
-    "tests/test_layered_clients.py",
-    "tests/test_session.py",
-    "tests/test_guard.py",
-    "tests/test_engine.py",
-    "tests/test_fidelity.py",
-    "tests/test_dspy.py",
-    "tests/test_grpc.py",
-    "tests/test_aiohttp_chunks.py",
-    "tests/test_streams.py",
-    "tests/test_reason.py",
-    "tests/test_hostile_redirects.py",
-    "tests/test_guard_escapes.py",
+    "tests/intercept/test_websockets.py",
+    "tests/intercept/test_aiohttp.py",
+    "tests/intercept/test_urllib3.py",
+    "tests/intercept/test_bedrock.py",
+    "tests/recording/test_replay.py",
+    "tests/intercept/test_unhooked.py",
+    "tests/intercept/test_late_roads.py",
+    "tests/intercept/test_layered_clients.py",
+    "tests/recording/test_session.py",
+    "tests/intercept/test_guard.py",
+    "tests/intercept/test_engine.py",
+    "tests/wire/test_fidelity.py",
+    "tests/intercept/test_dspy.py",
+    "tests/intercept/test_grpc.py",
+    "tests/intercept/test_aiohttp_chunks.py",
+    "tests/wire/test_streams.py",
+    "tests/intercept/test_reason.py",
+    "tests/intercept/test_hostile_redirects.py",
+    "tests/intercept/test_guard_escapes.py",
 ]
 """The roads-and-replay tests: every road recorded and replayed through the real clients."""
 
@@ -240,11 +240,11 @@ OLDEST_SDKS = {
 """The SDKs as pip's resolver chose them beside the oldest roads (openai 3 needs a newer
 httpx2), pinned so the lane installs without minutes of backtracking."""
 OLDEST_SKIPS = (
-    "tests/test_layered_clients.py",
-    "tests/test_dspy.py",
-    "tests/test_grpc.py",
-    "tests/test_streams.py::test_cohere_chat_stream_is_recorded_chunk_by_chunk_and_replayed",
-    "tests/test_streams.py::test_while_recording_cohere_gets_the_first_chunk_before_the_server_sends_the_last",
-    "tests/test_guard.py::test_dspy_default_engine",
+    "tests/intercept/test_layered_clients.py",
+    "tests/intercept/test_dspy.py",
+    "tests/intercept/test_grpc.py",
+    "tests/wire/test_streams.py::test_cohere_chat_stream_is_recorded_chunk_by_chunk_and_replayed",
+    "tests/wire/test_streams.py::test_while_recording_cohere_gets_the_first_chunk_before_the_server_sends_the_last",
+    "tests/intercept/test_guard.py::test_dspy_default_engine",
 )
 """The tests of what `OLDEST_LEFT_OUT` leaves out."""

@@ -1,5 +1,6 @@
 """Fixtures shared by the whole suite: the loopback provider, a clean environment, and the
-set-ups several test modules share."""
+set-ups several test modules share. A layer's own fixtures are in its folder's conftest.py;
+helpers that are not fixtures are in helpers.py."""
 
 from __future__ import annotations
 
@@ -74,6 +75,22 @@ def aiohttp_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         return await original(self, method, url, **kwargs)
 
     monkeypatch.setattr(aiohttp.ClientSession, "_request", counting)
+    return calls
+
+
+@pytest.fixture
+def urlopen_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Counts urllib3's attempts: ``urlopen`` calls itself again for each retry and redirect."""
+    import urllib3
+
+    calls: list[str] = []
+    original = urllib3.connectionpool.HTTPConnectionPool.urlopen
+
+    def counting(self: Any, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+        calls.append(url)
+        return original(self, method, url, *args, **kwargs)
+
+    monkeypatch.setattr(urllib3.connectionpool.HTTPConnectionPool, "urlopen", counting)
     return calls
 
 
