@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agents_under_test import AGENTS, PLAN, tool_loop
+from agents_under_test import AGENT_NAMES, AGENTS, PLAN, tool_loop
 from simulator import ProviderSimulator
 
 import ghostrun
@@ -28,7 +28,7 @@ def agent_run(
     return session
 
 
-@pytest.mark.parametrize("agent", sorted(AGENTS))
+@pytest.mark.parametrize("agent", AGENT_NAMES)
 @pytest.mark.parametrize("mode", ["record", "replay"])
 def test_a_finished_run_passes_every_check(
     provider: ProviderSimulator, cassette_dir: Path, agent: str, mode: str

@@ -24,6 +24,8 @@ from simulator import ProviderSimulator
 
 import ghostrun
 
+pytestmark = pytest.mark.openai_agents
+
 LOOPBACK = ("127.0.0.1",)
 KEY = "sk-" + "test-agents-0123456789abcdefghij"  # fake, assembled at run time
 TRACES = "/v1/traces/ingest"

@@ -471,6 +471,7 @@ def test_the_readme_shows_the_websocket_miss_as_printed(
 # -- openai-agents over the Responses WebSocket transport ------------------------------------
 
 
+@pytest.mark.openai_agents
 def test_agent_run_with_a_tool_over_the_websocket_transport_replays_identically(
     ws_provider: WebSocketSimulator, cassette_dir: Path
 ) -> None:

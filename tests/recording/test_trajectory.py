@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 import pytest
-from agents_under_test import AGENTS, KEY, PLAN, default_results, tool_loop
+from agents_under_test import AGENT_NAMES, AGENTS, KEY, PLAN, default_results, tool_loop
 from simulator import ProviderSimulator
 
 import ghostrun
@@ -60,7 +60,7 @@ def trajectory_files(cassette_dir: Path) -> list[Path]:
     return sorted((cassette_dir / "trajectories").glob("*.json"))
 
 
-@pytest.mark.parametrize("agent", sorted(AGENTS))
+@pytest.mark.parametrize("agent", AGENT_NAMES)
 def test_recording_writes_one_readable_trajectory_that_replay_leaves_unchanged(
     agent_provider: ProviderSimulator,
     cassette_dir: Path,
@@ -96,7 +96,7 @@ def test_recording_writes_one_readable_trajectory_that_replay_leaves_unchanged(
     assert path.read_bytes() == written  # replay never rewrites it
 
 
-@pytest.mark.parametrize("agent", sorted(AGENTS))
+@pytest.mark.parametrize("agent", AGENT_NAMES)
 def test_an_agent_that_stops_a_step_early_fails_in_replay_naming_the_unplayed_step(
     agent_provider: ProviderSimulator,
     cassette_dir: Path,
@@ -219,7 +219,7 @@ def test_a_secret_in_a_prompt_or_a_tool_argument_never_reaches_the_trajectory(
     assert '"note": "use ' in text  # the argument is there, masked
 
 
-@pytest.mark.parametrize("agent", sorted(AGENTS))
+@pytest.mark.parametrize("agent", AGENT_NAMES)
 def test_a_changed_tool_result_is_a_miss_at_its_step_showing_only_the_new_tool_message(
     agent_provider: ProviderSimulator,
     cassette_dir: Path,
