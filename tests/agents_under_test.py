@@ -15,7 +15,6 @@ from collections.abc import Callable
 from typing import Any
 
 import openai
-import pytest
 
 KEY = "sk-" + "test-trajectory-0123456789abcdef"  # fake, assembled at run time
 QUESTION = "Where is my refund for order A123?"
@@ -136,8 +135,3 @@ def pydantic_ai_agent(
 
 
 AGENTS = {"tool_loop": tool_loop, "agents_runner": agents_runner, "pydantic_ai": pydantic_ai_agent}
-AGENT_NAMES = [
-    pytest.param(name, marks=pytest.mark.openai_agents) if name == "agents_runner" else name
-    for name in sorted(AGENTS)
-]
-"""The agents by name, to parametrize over: openai-agents' runs in the ``agents`` lane."""

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
+from agents_under_test import AGENTS
 from simulator import ProviderSimulator
 
 import ghostrun
@@ -85,3 +87,12 @@ def run_python(*args: str, cwd: Path | None = None, **env: str) -> subprocess.Co
         timeout=120,
         check=False,
     )
+
+
+AGENT_NAMES = [
+    pytest.param(name, marks=pytest.mark.openai_agents) if name == "agents_runner" else name
+    for name in sorted(AGENTS)
+]
+"""The agents of `agents_under_test` by name, to parametrize over; openai-agents' carries its
+marker, so it runs in nox's ``agents`` lane (agents_under_test itself stays importable by the
+pytest projects tests write, which register no marker)."""

@@ -253,7 +253,11 @@ def is_schema(value: Any) -> bool:
     kind = value.get("type")
     if isinstance(kind, str) and kind in _SCHEMA_TYPES:
         return True
-    if isinstance(kind, list) and kind and all(k in _SCHEMA_TYPES for k in kind):
+    if (
+        isinstance(kind, list)
+        and kind
+        and all(isinstance(k, str) and k in _SCHEMA_TYPES for k in kind)
+    ):
         return True
     return any(word in value for word in _SCHEMA_WORDS)
 

@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import base64
 import difflib
+import json
 import re
 from collections import deque
 from collections.abc import Iterable, Sequence
@@ -213,8 +214,23 @@ def encode_frame(data: str | bytes) -> Frame:
 
 
 def _json_value(data: str | bytes) -> Any:
-    """The JSON object or array ``data`` holds, or None."""
-    return parse_json(data) if data[:1] in ("{", "[", b"{", b"[") else None
+    """The JSON object or array ``data`` holds, or None: also when parsing it would change a
+    number (an integer past 64 bits reads as a float), so such a frame is kept as it came."""
+    value = parse_json(data) if data[:1] in ("{", "[", b"{", b"[") else None
+    if value is not None and _holds_big_float(value) and json.loads(data) != value:
+        return None
+    return value
+
+
+def _holds_big_float(value: Any) -> bool:
+    """True if a whole float past 64 bits is in ``value``: what a wider integer parses as."""
+    if isinstance(value, float):
+        return value.is_integer() and abs(value) >= 2.0**63
+    if isinstance(value, dict):
+        return any(_holds_big_float(item) for item in value.values())
+    if isinstance(value, list):
+        return any(_holds_big_float(item) for item in value)
+    return False
 
 
 def decode_frame(frame: Any) -> str | bytes:

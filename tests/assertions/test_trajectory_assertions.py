@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agents_under_test import AGENT_NAMES, AGENTS, PLAN, tool_loop
+from agents_under_test import AGENTS, PLAN, tool_loop
+from helpers import AGENT_NAMES
 from simulator import ProviderSimulator
 
 import ghostrun

@@ -14,7 +14,8 @@ from typing import Any
 
 import orjson
 import pytest
-from agents_under_test import AGENT_NAMES, AGENTS, KEY, PLAN, default_results, tool_loop
+from agents_under_test import AGENTS, KEY, PLAN, default_results, tool_loop
+from helpers import AGENT_NAMES
 from simulator import ProviderSimulator
 
 import ghostrun

@@ -237,3 +237,16 @@ def test_a_placeholder_key_is_never_masked_and_its_verdict_replays(
 
 def orjson_loads(data: bytes) -> Any:
     return json.loads(data)
+
+
+def test_a_credential_field_whose_type_is_no_schema_type_is_recorded_masked(
+    provider: ProviderSimulator, cassette_dir: Path
+) -> None:
+    """``{"type": [[]]}`` under a credential name is no schema; reading it must not crash."""
+    client = httpx.Client(base_url=provider.base_url)
+    body = {"model": "m", "api_key": {"type": [[]], "value": "nested-key-0123456789"}}
+
+    with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=HOSTS):
+        client.post("/v1/chat/completions", json=body)
+
+    assert_not_on_disk(cassette_dir, ["nested-key-0123456789"])
