@@ -36,7 +36,7 @@ from ._credentials import (
 from ._headers import SUBPROTOCOLS
 from ._mask import MASK
 from ._stored import content_type, is_form, stored_bytes, text_of
-from ._walk import credential_values, map_field_leaves, strings
+from ._walk import credential_values, strings, visit_fields
 
 __all__ = [
     "carried_secrets",
@@ -161,16 +161,14 @@ def field_secrets(value: Any) -> set[str]:
     """What the credential fields of a JSON value hold, and of JSON its other strings hold."""
     found: set[str] = set()
 
-    def held(item: str | int | float) -> Any:
+    def held(item: str | int | float) -> None:
         found.add(str(item))
-        return item
 
-    def other(item: Any) -> Any:
-        if isinstance(item, str) and item[:1] in ("{", "[") and len(item) > 2:
+    def other(item: str) -> None:
+        if item[:1] in ("{", "[") and len(item) > 2:
             _json_secrets(item, found)
-        return item
 
-    map_field_leaves(value, held, at_other=other)
+    visit_fields(value, held, at_string=other)
     return found
 
 

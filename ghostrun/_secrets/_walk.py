@@ -27,6 +27,7 @@ __all__ = [
     "map_strings",
     "mask_credential_fields",
     "strings",
+    "visit_fields",
     "without_credential_fields",
 ]
 
@@ -52,30 +53,36 @@ def map_fields(
     What does not change is returned as it was (the same objects): a walk that only
     reads builds nothing.
     """
-    if isinstance(value, dict):
-        out: dict[Any, Any] | None = None
-        for index, (key, item) in enumerate(value.items()):
-            if is_field(str(key)) and not is_schema(item):
-                new = at_field(item)
-            else:
-                new = map_fields(item, at_field, is_field=is_field, at_other=at_other)
-            if out is None and new is not item:
-                out = dict(list(value.items())[:index])
-            if out is not None and new is not DROP:
-                out[key] = new
-        return value if out is None else out
-    if isinstance(value, list):
-        items: list[Any] | None = None
-        for index, item in enumerate(value):
-            new = map_fields(item, at_field, is_field=is_field, at_other=at_other)
-            if items is None and new is not item:
-                items = value[:index]
-            if items is not None:
-                items.append(new)
-        return value if items is None else items
-    if at_other is not None and _is_leaf(value):
-        return at_other(value)
-    return value
+
+    def walk(value: Any) -> Any:  # one closure, so the recursion passes one argument
+        if isinstance(value, dict):
+            out: dict[Any, Any] | None = None
+            for index, (key, item) in enumerate(value.items()):
+                new = at_field(item) if is_field(str(key)) and not is_schema(item) else walk(item)
+                if out is None and new is not item:
+                    out = dict(list(value.items())[:index])
+                if out is not None and new is not DROP:
+                    out[key] = new
+            return value if out is None else out
+        if isinstance(value, list):
+            items: list[Any] | None = None
+            for index, item in enumerate(value):
+                new = walk(item)
+                if items is None and new is not item:
+                    items = value[:index]
+                if items is not None:
+                    items.append(new)
+            return value if items is None else items
+        if (
+            at_other is not None
+            and isinstance(value, _LEAVES)
+            and value is not True
+            and value is not False
+        ):
+            return at_other(value)
+        return value
+
+    return walk(value)
 
 
 def map_field_leaves(
@@ -95,9 +102,53 @@ def map_field_leaves(
             return {k: at_field(v) for k, v in item.items()}
         if isinstance(item, list):
             return [at_field(v) for v in item]
-        return at_leaf(item) if _is_leaf(item) else item
+        return (
+            at_leaf(item)
+            if isinstance(item, _LEAVES) and item is not True and item is not False
+            else item
+        )
 
     return map_fields(value, at_field, is_field=is_field, at_other=at_other)
+
+
+def visit_fields(
+    value: Any,
+    at_leaf: Callable[[str | int | float], object],
+    *,
+    is_field: Rule = is_credential_field,
+    at_string: Callable[[str], object] | None = None,
+) -> None:
+    """`map_field_leaves` for a reader: ``at_leaf`` sees each number and string a credential
+    field holds, ``at_string`` each other string; nothing is built (the hot path's
+    collecting reads every request body)."""
+
+    def held(item: Any) -> None:  # all a credential field holds, but a schema inside it
+        if isinstance(item, dict):
+            if is_schema(item):
+                walk(item)
+            else:
+                for inner in item.values():
+                    held(inner)
+        elif isinstance(item, list):
+            for inner in item:
+                held(inner)
+        elif isinstance(item, _LEAVES) and item is not True and item is not False:
+            at_leaf(item)
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if is_field(str(key)) and not is_schema(item):
+                    held(item)
+                else:
+                    walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+        elif at_string is not None and isinstance(value, str):
+            at_string(value)
+
+    walk(value)
 
 
 def credential_values(
@@ -105,12 +156,7 @@ def credential_values(
 ) -> list[str | int | float]:
     """The numbers and strings credential fields hold, in the order they appear."""
     found: list[str | int | float] = []
-
-    def seen(item: str | int | float) -> Any:
-        found.append(item)
-        return item
-
-    map_field_leaves(value, seen, is_field=is_field)
+    visit_fields(value, found.append, is_field=is_field)
     return found
 
 
@@ -125,20 +171,24 @@ def without_credential_fields(value: Any) -> Any:
 
 
 def has_credential_field(value: Any) -> bool:
-    """Whether any field of a parsed JSON value is a credential field: most bodies have none."""
-    found = False
+    """Whether any field of a parsed JSON value is a credential field: most bodies have none.
 
-    def seen(item: Any) -> Any:
-        nonlocal found
-        found = True
-        return item
+    Read only, and it stops at the first: `map_fields`'s rule, without its building."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if is_credential_field(str(key)) and not is_schema(item):
+                return True
+            if has_credential_field(item):
+                return True
+    elif isinstance(value, list):
+        for item in value:
+            if has_credential_field(item):
+                return True
+    return False
 
-    map_fields(value, seen)
-    return found
 
-
-def _is_leaf(value: Any) -> bool:
-    return isinstance(value, str | int | float) and not isinstance(value, bool)
+_LEAVES: Final = (str, int, float)
+"""A JSON value's numbers and strings; True and False, ints to isinstance, are neither."""
 
 
 def map_strings(

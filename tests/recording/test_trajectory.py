@@ -136,7 +136,7 @@ def test_on_unplayed_warn_and_ignore_relax_it_from_the_session_configure_and_env
     with pytest.warns(ghostrun.UnplayedStepsWarning, match="used 2 of the 3 steps"):
         replay_two_steps(on_unplayed="warn")
     with warnings.catch_warnings():
-        warnings.simplefilter("error")
+        warnings.simplefilter("error", ghostrun.UnplayedStepsWarning)
         replay_two_steps(on_unplayed="ignore")
         monkeypatch.setenv("GHOSTRUN_ON_UNPLAYED", "ignore")
         replay_two_steps()
