@@ -54,8 +54,9 @@ class Counts:
             self.used_keys.add(key)
 
     def replay(self, key: str) -> None:
-        """A request answered from its cassette."""
+        """A request with this key was made and answered from its cassette."""
         with self._lock:
+            self.used_keys.add(key)
             self.replayed += 1
             self.trail.append((key, "replayed"))
 
@@ -74,8 +75,9 @@ class Counts:
             del trail[at]
 
     def miss(self, key: str) -> None:
-        """A request with this key was neither replayed nor recorded."""
+        """A request with this key was made, and neither replayed nor recorded."""
         with self._lock:
+            self.used_keys.add(key)
             self.trail.append((key, "missed"))
 
     def book(self, miss: CacheMiss) -> None:

@@ -285,8 +285,7 @@ class Deck:
         process appended meanwhile is replayed, and none is ever handed out twice.
         """
         key, settings, store = info.key, self.settings, self.store
-        with store.lock:
-            self.counts.use(key)
+        with store.lock:  # the counts mark the key used: `replay`, `miss`, or `use` to send
             mode, max_age = settings.mode, settings.max_age
             try:
                 replies, index = (None, 0) if mode is Mode.RECORD else store.read(key)
@@ -299,6 +298,7 @@ class Deck:
             if isinstance(decision, Miss):
                 self.counts.miss(key)
                 raise self.book(replay_miss(info, self))
+            self.counts.use(key)
             if decision.stale_from is not None:  # auto: a recording older than max_age
                 store.record_from(key, decision.stale_from)
             return None

@@ -49,6 +49,7 @@ Every file is validated on read (`ghostrun._store._validate`): a bad one raises
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from http import HTTPStatus
 from pathlib import Path
@@ -75,6 +76,7 @@ __all__ = [
     "decode_body",  # from `_bodies`, where they live now
     "encode_body",
     "encode_response",
+    "headers_json",
     "read_run",
     "reason_of",
     "standard_reason",
@@ -237,7 +239,7 @@ def _read(path: str | Path) -> tuple[str, RequestRecord, list[ResponseRecord]] |
 def encode_response(recording: Recording, content_type: str) -> ResponseRecord:
     entry: ResponseRecord = {
         "status": recording.status,
-        "headers": _headers_to_json(recording.headers),
+        "headers": headers_json(recording.headers),
     }
     if recording.chunks is not None:
         entry["body"] = encode_chunks(recording.chunks, content_type)
@@ -325,7 +327,8 @@ def _ordered_response(raw: ResponseRecord) -> ResponseRecord:
     return cast(ResponseRecord, out)  # the same entry, its keys in another order
 
 
-def _headers_to_json(headers: list[tuple[str, str]]) -> Headers:
+def headers_json(headers: Iterable[tuple[str, str]]) -> Headers:
+    """Headers as a cassette stores them: a repeated name holds the list of its values."""
     out: Headers = {}
     for name, value in headers:
         seen = out.get(name)

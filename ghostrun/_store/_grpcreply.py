@@ -42,6 +42,7 @@ import orjson
 from .._core._exceptions import CassetteError
 from .._secrets._headers import keep_response_header
 from .._wire._protobuf import encode_message, message_bytes
+from ._cassette import headers_json
 
 __all__ = [
     "CODES",
@@ -121,7 +122,7 @@ def encode_reply(reply: Reply, parsed: Sequence[Any]) -> tuple[list[tuple[str, s
         "messages": [
             encode_message(raw, one) for raw, one in zip(reply.messages, parsed, strict=True)
         ],
-        "trailing_metadata": _metadata_json(reply.trailing_metadata),
+        "trailing_metadata": headers_json(_metadata_text(reply.trailing_metadata)),
     }
     return headers, orjson.dumps(document)
 
@@ -182,19 +183,6 @@ def _metadata_text(pairs: Metadata) -> list[tuple[str, str]]:
     return [
         (k, base64.b64encode(v).decode("ascii") if isinstance(v, bytes) else v) for k, v in pairs
     ]
-
-
-def _metadata_json(pairs: Metadata) -> dict[str, str | list[str]]:
-    out: dict[str, str | list[str]] = {}
-    for name, value in _metadata_text(pairs):
-        seen = out.get(name)
-        if seen is None:
-            out[name] = value
-        elif isinstance(seen, list):
-            seen.append(value)
-        else:
-            out[name] = [seen, value]
-    return out
 
 
 def _pairs(value: Any, path: object) -> list[tuple[str, Any]]:
