@@ -5,7 +5,8 @@
                       serves today, resolved when the session runs; no openai-agents
                       (it caps websockets below 17), so websockets is its newest;
                       the roads-and-replay tests (``--all`` for the whole suite)
-    nox -s agents     the small lane that keeps openai-agents: its tests, newest otherwise
+    nox -s agents     the small lane that keeps openai-agents: the tests marked
+                      ``openai_agents``, newest versions otherwise
     nox -s oldest     every road library pinned at the lowest version pyproject.toml's
                       ``roads`` extra claims; the roads-and-replay tests
 

@@ -55,11 +55,9 @@ from .._store._wscassette import (
     encode_frame,
     frame_diff,
     parse_document,
-    redact_conversation,
-    redact_event,
-    secrets_of,
     url_prefix,
 )
+from .._store._wsredact import redact_conversation, redact_event, secrets_of
 from ._engine import route
 
 __all__ = ["NeedsLive", "Player", "Recorder", "Replaying", "open_link"]

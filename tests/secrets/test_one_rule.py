@@ -17,12 +17,8 @@ from hypothesis import strategies as st
 from ghostrun._secrets._collect import field_secrets
 from ghostrun._secrets._mask import MASK
 from ghostrun._secrets._mask_entry import redact_entry
-from ghostrun._store._wscassette import (
-    Conversation,
-    decode_frame,
-    redact_conversation,
-    secrets_of,
-)
+from ghostrun._store._wscassette import Conversation, decode_frame
+from ghostrun._store._wsredact import redact_conversation, secrets_of
 
 pytestmark = pytest.mark.usefixtures("forget_new_secrets")
 

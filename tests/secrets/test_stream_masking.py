@@ -24,7 +24,8 @@ import ghostrun
 from ghostrun._secrets._mask import MASK, patterns
 from ghostrun._secrets._mask_entry import redact_entry
 from ghostrun._secrets._streams import mask_chunks
-from ghostrun._store._wscassette import Conversation, redact_conversation
+from ghostrun._store._wscassette import Conversation
+from ghostrun._store._wsredact import redact_conversation
 
 pytestmark = pytest.mark.usefixtures("forget_new_secrets", "no_keys_from_the_environment")
 
