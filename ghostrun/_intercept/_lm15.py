@@ -18,6 +18,7 @@ litellm and httpx) has nothing for this road to hook.
 
 from __future__ import annotations
 
+import contextlib
 import http
 import importlib
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -151,15 +152,18 @@ def _record(exchange: Exchange, live: Any, module: Any) -> Any:
 
 def _taped(live: Any, tape: Any, decode: Any) -> Iterator[bytes]:
     """The live body, each chunk taped as the caller reads it; the tape ends with it."""
-    try:
+    with _finishing(tape):
         for chunk in live:
-            data = decode.decode(chunk) if decode else chunk
-            tape.chunks.append(data)
-            yield data
+            yield _taken(tape, decode.decode(chunk) if decode else chunk)
         if decode:
-            tail = decode.flush()
-            tape.chunks.append(tail)
-            yield tail
+            yield _taken(tape, decode.flush())
+
+
+@contextlib.contextmanager
+def _finishing(tape: Any) -> Iterator[None]:
+    """The tape ends with the body: read to its end, closed early, or failed."""
+    try:
+        yield
     except GeneratorExit:
         tape.finish()
         raise
@@ -167,6 +171,11 @@ def _taped(live: Any, tape: Any, decode: Any) -> Iterator[bytes]:
         tape.finish(error)
         raise
     tape.finish()
+
+
+def _taken(tape: Any, data: bytes) -> bytes:
+    tape.chunks.append(data)
+    return data
 
 
 def _async_stream(original: Callable[..., Any], module: Any) -> Callable[..., Any]:
@@ -214,19 +223,8 @@ async def _arecord(exchange: Exchange, live: Any, module: Any) -> Any:
 
 async def _ataped(live: Any, tape: Any, decode: Any) -> AsyncIterator[bytes]:
     """The async twin of `_taped`."""
-    try:
+    with _finishing(tape):
         async for chunk in live:
-            data = decode.decode(chunk) if decode else chunk
-            tape.chunks.append(data)
-            yield data
+            yield _taken(tape, decode.decode(chunk) if decode else chunk)
         if decode:
-            tail = decode.flush()
-            tape.chunks.append(tail)
-            yield tail
-    except GeneratorExit:
-        tape.finish()
-        raise
-    except BaseException as error:
-        tape.finish(error)
-        raise
-    tape.finish()
+            yield _taken(tape, decode.flush())
