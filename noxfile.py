@@ -14,13 +14,14 @@ Each session prints the versions of the road libraries and SDKs it resolved
 before any test runs. When ``newest`` or ``oldest`` fails, it names the
 packages whose versions differ from the lane's last pass (docs/tested-with.json):
 the likely culprits. A lane that passes records its versions there;
-``python docs/tested_with.py`` then writes docs/tested-with.md from it.
+docs/tested-with.md is rendered from it then (``docs/tested_with.py``).
 """
 
 from __future__ import annotations
 
 import json
 import re
+import runpy
 import sys
 import tomllib
 from datetime import UTC, datetime
@@ -150,6 +151,9 @@ def _record(lane: str, versions: dict[str, str]) -> None:
         "versions": versions,
     }
     RESULTS.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    # The page is rendered from the results at once: the two never disagree in a checkout
+    # (tests/project/test_readme.py holds them to it).
+    runpy.run_path(str(ROOT / "docs" / "tested_with.py"), run_name="__main__")
 
 
 def _road_args(session: nox.Session, *skip: str) -> list[str]:

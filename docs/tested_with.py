@@ -2,7 +2,7 @@
 
     python docs/tested_with.py
 
-Never edit the table by hand: run a lane (``nox -s newest oldest``), then this.
+Never edit the table by hand: a lane that passes (``nox -s newest oldest``) runs this.
 """
 
 from __future__ import annotations
