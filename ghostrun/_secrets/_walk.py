@@ -4,7 +4,7 @@ Credential fields: the value of a field whose name is a credential by the rule
 (`_credentials.is_credential_field`), unless it holds a JSON schema (a schema
 describes a credential field, it does not carry one). The match key drops them,
 redaction collects and masks what they hold: over HTTP, WebSocket frames and
-gRPC messages alike, all through `map_fields`.
+gRPC messages alike, all through `map_fields` (or its reader, `visit_fields`).
 
 Every string: `map_strings` changes each string of a value (mask a secret, a
 shape, a URL's credential parameters, scrub a run log's text); `strings` reads
@@ -73,12 +73,7 @@ def map_fields(
                 if items is not None:
                     items.append(new)
             return value if items is None else items
-        if (
-            at_other is not None
-            and isinstance(value, _LEAVES)
-            and value is not True
-            and value is not False
-        ):
+        if at_other is not None and _is_leaf(value):
             return at_other(value)
         return value
 
@@ -102,11 +97,7 @@ def map_field_leaves(
             return {k: at_field(v) for k, v in item.items()}
         if isinstance(item, list):
             return [at_field(v) for v in item]
-        return (
-            at_leaf(item)
-            if isinstance(item, _LEAVES) and item is not True and item is not False
-            else item
-        )
+        return at_leaf(item) if _is_leaf(item) else item
 
     return map_fields(value, at_field, is_field=is_field, at_other=at_other)
 
@@ -132,7 +123,7 @@ def visit_fields(
         elif isinstance(item, list):
             for inner in item:
                 held(inner)
-        elif isinstance(item, _LEAVES) and item is not True and item is not False:
+        elif _is_leaf(item):
             at_leaf(item)
 
     def walk(value: Any) -> None:
@@ -187,8 +178,9 @@ def has_credential_field(value: Any) -> bool:
     return False
 
 
-_LEAVES: Final = (str, int, float)
-"""A JSON value's numbers and strings; True and False, ints to isinstance, are neither."""
+def _is_leaf(value: Any) -> bool:
+    """A JSON value's number or string (True and False, ints to isinstance, are neither)."""
+    return isinstance(value, str | int | float) and value is not True and value is not False
 
 
 def map_strings(

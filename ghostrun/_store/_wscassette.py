@@ -95,8 +95,6 @@ _GENERATED_ID = re.compile(
     r"|[a-z]{2,10}_(?=[A-Za-z]*[0-9])[A-Za-z0-9]{12,})"
 )
 _ID_FIELDS = frozenset({"event_id"})
-# Ephemeral client secrets (Realtime session tokens) and credential-named fields
-# are masked in server frames too: a greeting may hand one out.
 _MAX_DIFF_LINES = 60
 
 

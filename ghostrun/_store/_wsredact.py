@@ -27,7 +27,8 @@ from ._wscassette import Conversation
 __all__ = ["redact_conversation", "redact_event", "secrets_of"]
 
 _EPHEMERAL = MINTED_SHAPES
-"""Secrets a provider mints for a client (``ek_…``): masked wherever they appear."""
+"""Ephemeral client secrets a provider mints (Realtime session tokens, ``ek_…``): masked
+in server frames too, since a greeting may hand one out."""
 
 
 def redact_conversation(
