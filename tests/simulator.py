@@ -208,6 +208,8 @@ class ProviderSimulator(Served):
     Attributes tests may set at any time:
       models: Ollama model names that exist (others get Ollama's 404).
       reply: fixed reply text, or a hook ``f(request_json) -> text``.
+      model_replies: reply text by the request body's ``"model"`` (beats ``reply``), so a
+        test can have two models answer differently (and use different tokens).
       judge_reply: hook ``f(request_json) -> text`` for ``/api/chat`` and
         ``/v1/chat/completions`` only, so an LLM judge can get verdicts.
       tool_call: ``None`` = call the first tool when tools are given and the
@@ -242,6 +244,7 @@ class ProviderSimulator(Served):
         self.models: set[str] = set(models)
         self.reply: str | ReplyHook | None = None
         self.judge_reply: ReplyHook | None = None
+        self.model_replies: dict[str, str] = {}
         self.tool_call: bool | None = None
         self.tool_args: JSON | None = None
         self.tool_plan: list[str] | None = None
@@ -458,8 +461,12 @@ class ProviderSimulator(Served):
         if conv.tools and not conv.after_tool and self._wants_tool(conv.text):
             args = self.tool_args or _default_tool_args(conv.text)
             return _Turn("", conv.tools[0], args, conv.prompt_tokens)
+        models = self.model_replies
+        by_model = models.get(str(call.body.get("model"))) if models else None
         if judge and self.judge_reply is not None:
             text = self.judge_reply(call.body)
+        elif by_model is not None:
+            text = by_model
         elif callable(self.reply):
             text = self.reply(call.body)
         elif self.reply is not None:

@@ -67,6 +67,7 @@ from typing import Any
 from .._core._exceptions import UnlistedHostWarning
 from .._core._modes import Mode
 from .._recording._deck import Deck
+from .._recording._fork import ForkError
 from .._recording._request import RequestInfo
 from .._recording._session import bypass_interception, current_deck, passing_through
 from .._secrets._credentials import is_credential_header
@@ -147,7 +148,7 @@ class Exchange:
     `foreign_credentials` names before it sends it.
     """
 
-    __slots__ = ("deck", "hop", "info", "parts", "telemetry")
+    __slots__ = ("body", "deck", "forced", "hop", "info", "parts", "telemetry")
 
     def __init__(
         self,
@@ -156,12 +157,30 @@ class Exchange:
         url_parts: tuple[str, str, int | None, str, str],
         headers: Sequence[tuple[str, str]],
         body: bytes,
+        rewrites: bool = False,
     ) -> None:
         self.deck = deck
         self.parts = url_parts
         self.hop = deck.hops.take(*url_parts[:3]) if deck.hops else None
         self.telemetry = deck.settings.telemetry(url_parts[1], url_parts[2], url_parts[3])
+        self.forced: Mode | None = None
+        fork = deck.settings.fork
+        if fork is not None and self.telemetry is None:  # `_recording._fork`: a forked run
+            step = fork.next_step(body)
+            if step.body != body and not rewrites:
+                raise ForkError(
+                    "a fork changes request bodies (--model, --set) on the httpx road only "
+                    f"(the OpenAI, Anthropic, Groq... SDKs); this request to {url_parts[1]} "
+                    "goes through another library: fork it without overrides"
+                )
+            self.forced, body = step.mode, step.body
+        self.body = body  # what to send: a fork's overrides applied (`rewritten`)
         self.info: RequestInfo = deck.describe(method, url_parts, headers, body)
+
+    def rewritten(self, sent: bytes) -> bytes | None:
+        """The body to send instead of ``sent`` (a fork's overrides, for a road that passed
+        ``rewrites=True``), or None: send it as is."""
+        return None if self.body is sent or self.body == sent else self.body
 
     def replay(self) -> Recording | None:
         """The response to hand back without sending, or None to send for real.
@@ -174,7 +193,7 @@ class Exchange:
                 self.deck.counts.pass_through()
                 return None
             return Recording(answer[0], list(answer[1]), answer[2])
-        recording = self.deck.plan(self.info)
+        recording = self.deck.plan(self.info, self.forced)
         if recording is not None:
             replayed = self.deck.settings.mode is Mode.REPLAY
             self._note(recording.status, recording.headers, replayed)

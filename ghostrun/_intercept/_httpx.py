@@ -98,10 +98,11 @@ class Transport:
         self.flavor, self.inner, self.deck = flavor, inner, deck
 
     def handle_request(self, request: Any) -> Any:
-        exchange = Exchange(self.deck, *_describe(request), request.read())
+        exchange = Exchange(self.deck, *_describe(request), request.read(), rewrites=True)
         recording = exchange.replay()
         if recording is not None:
             return self.flavor.replayed(recording)
+        request = _forked(self.flavor, exchange, request, request.read())
         _drop_foreign_credentials(exchange, request)
         with exchange.sending():
             response = self.inner.handle_request(request)
@@ -117,14 +118,26 @@ class AsyncTransport:
         self.flavor, self.inner, self.deck = flavor, inner, deck
 
     async def handle_async_request(self, request: Any) -> Any:
-        exchange = Exchange(self.deck, *_describe(request), await request.aread())
+        exchange = Exchange(self.deck, *_describe(request), await request.aread(), rewrites=True)
         recording = exchange.replay()
         if recording is not None:
             return self.flavor.replayed(recording)
+        request = _forked(self.flavor, exchange, request, await request.aread())
         _drop_foreign_credentials(exchange, request)
         with exchange.sending():
             response = await self.inner.handle_async_request(request)
         return await self.flavor.arecord(exchange, response)
+
+
+def _forked(flavor: Flavor, exchange: Exchange, request: Any, sent: bytes) -> Any:
+    """The request to send: ``request``, or a copy carrying a fork's changed body."""
+    body = exchange.rewritten(sent)
+    if body is None:
+        return request
+    headers = [(k, v) for k, v in request.headers.multi_items() if k != "content-length"]
+    return flavor.lib.Request(
+        request.method, request.url, headers=headers, content=body, extensions=request.extensions
+    )
 
 
 def _drop_foreign_credentials(exchange: Exchange, request: Any) -> None:

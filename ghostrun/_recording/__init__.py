@@ -13,6 +13,8 @@
     _stale        saying that a replay used stale recordings
     _miss         what a replay miss tells the user
     _steps        what one model call did: tool calls, tokens, text, prompt (I/O-free)
+    _fork         a fork plan (``ghostrun fork``, ``compare``): its branch, what it replays,
+                  what it sends changed
     _trajectory   each test's trajectory file: written when it records, checked in replay
     _runlog       each test's outcome and what it used, saved when the run ends
 

@@ -276,17 +276,18 @@ class Deck:
         settings = self.settings
         return describe(method, url_parts, headers, body, settings.ignore, settings.normalizer)
 
-    def plan(self, info: RequestInfo) -> Recording | None:
+    def plan(self, info: RequestInfo, mode: Mode | None = None) -> Recording | None:
         """The recording to replay, or None to send the request for real.
 
         Raises `CacheMiss` when the request is not recorded and the mode is replay.
+        ``mode`` beats the session's for this request (a fork plan's step: `_fork`).
         The session steps through its run of the key (`ghostrun._store._cassette`, "Runs")
         with a cursor that only a replay or a write moves, so a response another
         process appended meanwhile is replayed, and none is ever handed out twice.
         """
         key, settings, store = info.key, self.settings, self.store
         with store.lock:  # the counts mark the key used: `replay`, `miss`, or `use` to send
-            mode, max_age = settings.mode, settings.max_age
+            mode, max_age = mode or settings.mode, settings.max_age
             try:
                 replies, index = (None, 0) if mode is Mode.RECORD else store.read(key)
             except CassetteError as exc:

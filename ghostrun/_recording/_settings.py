@@ -20,6 +20,7 @@ from .._core._modes import Mode
 from .._core._normalize import Normalizer, normalizer
 from .._core._telemetry import TELEMETRY_URLS, UrlList, shared_url_list
 from .._store._keys import split_field_paths
+from ._fork import ForkPlan, current_plan
 
 __all__ = ["Arguments", "Redactor", "Settings", "check", "current_test_id", "resolve"]
 
@@ -59,6 +60,7 @@ class Settings(NamedTuple):
     normalizer: Normalizer | None
     matcher: HostMatcher  # the provider hosts and the session's own
     telemetry: UrlList  # answered locally, never recorded
+    fork: ForkPlan | None = None  # ``ghostrun fork``/``compare``'s plan (`_fork`): a branch
 
 
 def check(arguments: Arguments) -> None:
@@ -79,6 +81,9 @@ def resolve(arguments: Arguments) -> Settings:
     block_network = block_network_default() if explicit is None else bool(explicit)
     shapes = settings.normalize if arguments.normalize is None else arguments.normalize
     ignored = settings.resolve_ignore_urls() + arguments.ignore_urls
+    fork = current_plan()
+    if fork is not None:  # a forked run: into its branch, each request as the plan says
+        mode, cassette_dir = Mode.AUTO, fork.branch
     return Settings(
         mode=mode,
         cassette_dir=cassette_dir,
@@ -91,6 +96,7 @@ def resolve(arguments: Arguments) -> Settings:
         normalizer=normalizer(shapes),
         matcher=shared_matcher(PROVIDER_HOSTS + settings.extra_hosts() + arguments.hosts),
         telemetry=shared_url_list(TELEMETRY_URLS + ignored),
+        fork=fork,
     )
 
 

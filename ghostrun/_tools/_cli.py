@@ -9,6 +9,7 @@
     ghostrun report [RUN]               a self-contained HTML page of a run
     ghostrun doctor                     each road's library: its version, hooked or why not
     ghostrun import PATH...             vcrpy and cassetter cassettes in, as if recorded here
+    ghostrun fork TEST --at N           one test from step N on, live and changed, in a branch
 
 Each command is a module of `_commands` with ``add_parser(subparsers)`` and
 ``run(args) -> int``. Every command takes ``--cassette-dir`` (default:
@@ -37,6 +38,7 @@ from ._commands import (
     _check,
     _diff,
     _doctor,
+    _fork,
     _import,
     _prune,
     _report,
@@ -49,7 +51,18 @@ from ._commands._console import never_crash_on_encoding
 __all__ = ["main"]
 
 # In the order ``ghostrun --help`` lists them.
-_COMMANDS = (_diff, _check, _prune, _show, _calibrate, _review, _report, _doctor, _import)
+_COMMANDS = (
+    _diff,
+    _check,
+    _prune,
+    _show,
+    _calibrate,
+    _review,
+    _report,
+    _doctor,
+    _import,
+    _fork,
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

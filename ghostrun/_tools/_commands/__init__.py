@@ -11,6 +11,7 @@
     _report       ``ghostrun report``: a run as one HTML page
     _doctor       ``ghostrun doctor``: each road's library, hooked or why not
     _import       ``ghostrun import``: other tools' cassettes in
+    _fork         ``ghostrun fork``: one test from step N on, live and changed, in a branch
 
 A command parses its arguments, calls the library (`_store._check`, `_tools._diff`,
 `_judging._calibration`, ...) and renders what it returns; `_tools._cli` dispatches.

@@ -6,11 +6,14 @@ import argparse
 from pathlib import Path
 
 from ..._recording import _runlog
+from .._branches import BranchError, branch_dir
+from .._review._branch import FORMATS as BRANCH_FORMATS
+from .._review._branch import branch_review, render_branch
 from .._review._compare import review
 from .._review._render import FORMATS, render
 from .._review._states import ReviewError, State, state_from_dir, state_from_git
 from ._args import PRICES_HELP, Subparsers, UsageError, add_command, cassette_dir, prices
-from ._console import out
+from ._console import out, out_json
 
 __all__ = ["add_parser", "run"]
 
@@ -35,10 +38,15 @@ def add_parser(subparsers: Subparsers) -> None:
     )
     parser.add_argument("--format", choices=FORMATS, default="text")
     parser.add_argument("--prices", type=Path, metavar="FILE", help=PRICES_HELP)
+    parser.add_argument(
+        "--branch", metavar="NAME", help="a branch (fork, compare) against the recording"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     directory = cassette_dir(args)
+    if args.branch is not None:
+        return _branch(args, directory)
     try:
         if args.runs:
             if not (args.before and args.after):
@@ -64,3 +72,17 @@ def _state(where: str, directory: Path, run: str) -> State:
     if Path(where).is_dir():
         return state_from_dir(Path(where), run)
     return state_from_git(where, directory, run)
+
+
+def _branch(args: argparse.Namespace, directory: Path) -> int:
+    """``--branch NAME``: the branch against the recording (`_review._branch`)."""
+    try:
+        branch = branch_dir(directory, args.branch)
+    except BranchError as exc:
+        raise UsageError(str(exc)) from None
+    if not branch.is_dir():
+        raise UsageError(f"no branch {args.branch!r} at {branch}: make one with ghostrun fork")
+    found = branch_review(directory, branch, prices(args))
+    text = render_branch(found, args.format if args.format in BRANCH_FORMATS else "text")
+    (out_json if args.format == "json" else out)(text)
+    return 0

@@ -5,6 +5,7 @@
     _answers      a request and its answers as a reviewer reads them, and their diffs
     _verdicts     the judged assertions whose verdict changed
     _render       the review as text, Markdown or JSON
+    _branch       ``review --branch``: a branch (``fork``, ``compare``) against the recording
 
 Two states of a cassette directory are compared: *before* (a git revision,
 ``HEAD`` by default, or a directory) and *after* (the working tree, another
