@@ -5,6 +5,8 @@
     _experiment   grading every case at every vote count, repeats, the negation check
     _summary      the figures kept for judged failures (``calibration/judges.json``)
     _export       cached verdicts written out as cases for a person to label
+    _correction   TPR, TNR and the judge-corrected pass rate (Rogan-Gladen, a seeded bootstrap)
+    _against      two judges compared on the suite's cached criteria: kappa, disagreements
     _render       a run's figures as a table, Markdown or JSON
 
 A semantic assertion is only as trustworthy as its judge. Each case is graded

@@ -18,6 +18,7 @@ from ..._core._modes import Mode
 from .._judges import RawVerdict
 from .._verdicts import grade
 from ._cases import Case
+from ._correction import Correction, correct
 from ._statistics import Grading, VoteResult, vote_result
 
 __all__ = ["Report", "calibrate"]
@@ -61,6 +62,10 @@ class Report:
     results: tuple[VoteResult, ...]
     negations_checked: int = 0
     unflipped: tuple[tuple[Grading, Grading], ...] = ()  # (asked, asked the opposite way)
+    # Per vote count: TPR, TNR and the corrected pass rate (`_correction`) of ``observed``,
+    # the suite's cached verdicts by this judge ("suite"), else its labelled gradings.
+    corrections: tuple[Correction, ...] = ()
+    observed_from: str = "labelled cases"
 
     def more_votes(self, result: VoteResult) -> str:
         """Did this vote count agree with the labels better than the first one did?"""
@@ -85,8 +90,12 @@ def calibrate(
     mode: Mode | None = None,
     negation: bool = True,
     labels: str = "labels",
+    observed: Sequence[bool] = (),
 ) -> Report:
-    """Grade every case at every vote count, ``repeats`` times, and measure the agreement."""
+    """Grade every case at every vote count, ``repeats`` times, and measure the agreement.
+
+    ``observed``: the verdicts whose pass rate is corrected for the judge's errors (the
+    suite's own, cached); without them, the judge's verdicts on the labelled cases."""
     if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
         raise ValueError(f"repeats must be a positive integer, got {repeats!r}")
     if not votes:
@@ -110,6 +119,21 @@ def calibrate(
             if opposite is not None:
                 checked.append((first[case.line], graded(opposite, votes[0], 0)))
     unflipped = tuple(pair for pair in checked if pair[0].verdict.passed == pair[1].verdict.passed)
+    corrections = tuple(
+        correct(
+            [(g.verdict.passed, g.case.expected) for g in r.gradings],
+            observed or [g.verdict.passed for g in r.gradings],
+        )
+        for r in results
+    )
     return Report(
-        labels, str(judge.identity), len(cases), repeats, results, len(checked), unflipped
+        labels,
+        str(judge.identity),
+        len(cases),
+        repeats,
+        results,
+        len(checked),
+        unflipped,
+        corrections,
+        "suite verdicts" if observed else "labelled cases",
     )

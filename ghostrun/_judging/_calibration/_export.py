@@ -12,21 +12,29 @@ from typing import Any
 
 from ..._core._files import read_json
 
-__all__ = ["export_verdicts"]
+__all__ = ["cached_verdicts", "export_verdicts"]
 
 
-def export_verdicts(directory: Path) -> list[dict[str, Any]]:
-    """The cached verdicts of ``directory`` (a cassette dir or its ``judge/``), unlabelled."""
+def cached_verdicts(directory: Path) -> list[tuple[str, dict[str, Any]]]:
+    """The verdict files of ``directory`` (a cassette dir or its ``judge/``) that hold their
+    text and criterion, by file name, in name order."""
     folder = Path(directory)
     if (folder / "judge").is_dir():
         folder = folder / "judge"
     if not folder.is_dir():
         raise ValueError(f"no verdict directory at {directory}")
-    rows, seen = [], set()
+    found = []
     for path in sorted(folder.glob("*.json")):
         record = read_json(path)
-        if not isinstance(record, dict) or not {"text", "criterion", "verdict"} <= record.keys():
-            continue  # not a verdict file: nothing to label
+        if isinstance(record, dict) and {"text", "criterion", "verdict"} <= record.keys():
+            found.append((path.name, record))  # else not a verdict file: nothing in it to use
+    return found
+
+
+def export_verdicts(directory: Path) -> list[dict[str, Any]]:
+    """The cached verdicts of ``directory`` (a cassette dir or its ``judge/``), unlabelled."""
+    rows, seen = [], set()
+    for name, record in cached_verdicts(directory):
         pair = (record["text"], record["criterion"])
         if pair in seen:
             continue
@@ -39,7 +47,7 @@ def export_verdicts(directory: Path) -> list[dict[str, Any]]:
                 "judge_said": record["verdict"],
                 "judge_reason": record.get("reason", ""),
                 "judge": record.get("judge", ""),
-                "source": path.name,
+                "source": name,
             }
         )
     return rows

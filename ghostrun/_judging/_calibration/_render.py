@@ -12,11 +12,13 @@ import json
 from typing import Any
 
 from ..._core._words import plural
+from ._against import Comparison
 from ._cases import Case
+from ._correction import Correction
 from ._experiment import Report
 from ._statistics import Grading, VoteResult, figures
 
-__all__ = ["FORMATS", "render"]
+__all__ = ["FORMATS", "render", "render_against"]
 
 FORMATS = ("table", "markdown", "json")
 _COLUMNS = ("votes", "accuracy", "kappa", "FAIL precision", "FAIL recall", "flip rate")
@@ -46,8 +48,9 @@ def _as_json(report: Report) -> dict[str, Any]:
                 **figures(r),
                 "more_votes": report.more_votes(r),
                 "wrong": [_wrong_json(g) for g in r.wrong],
+                **_correction_json(report, index),
             }
-            for r in report.results
+            for index, r in enumerate(report.results)
         ],
         "negation": {
             "checked": report.negations_checked,
@@ -57,6 +60,40 @@ def _as_json(report: Report) -> dict[str, Any]:
             ],
         },
     }
+
+
+def _correction_json(report: Report, index: int) -> dict[str, Any]:
+    if index >= len(report.corrections):
+        return {}
+    c = report.corrections[index]
+    return {
+        "tpr": c.tpr,
+        "tnr": c.tnr,
+        "pass_rate": {
+            "observed": c.observed,
+            "of": report.observed_from,
+            "n": c.observed_n,
+            "corrected": c.corrected,
+            "interval_95": list(c.interval) if c.interval else None,
+        },
+    }
+
+
+def _correction_line(report: Report, index: int) -> str | None:
+    """``at 1 vote: TPR 83.3%, TNR 75.0%; pass rate of 12 suite verdicts 66.7%, corrected
+    72.1% (95% bootstrap 50.0% to 100.0%)``."""
+    if index >= len(report.corrections):
+        return None
+    c: Correction = report.corrections[index]
+    votes = _votes(report.results[index].votes)
+    line = f"at {votes}: TPR {_pct(c.tpr)}, TNR {_pct(c.tnr)} (PASS the positive class)"
+    if c.observed is None:
+        return line
+    line += f"; pass rate of {c.observed_n} {report.observed_from} {_pct(c.observed)}, corrected "
+    if c.corrected is None:
+        return line + "undefined (TPR + TNR <= 1: the judge is no better than chance)"
+    shown = f"{c.interval[0]:.1%} to {c.interval[1]:.1%}" if c.interval else "none"
+    return line + f"{_pct(c.corrected)} (95% bootstrap {shown})"
 
 
 def _case_json(case: Case) -> dict[str, Any]:
@@ -124,6 +161,10 @@ def _table(report: Report) -> str:
         "  ".join(cell.rjust(w) for cell, w in zip(line, widths, strict=True))
         for line in [header, *rows]
     ]
+    corrections = [_correction_line(report, i) for i in range(len(report.results))]
+    if any(corrections):
+        lines += ["", "Judge-corrected pass rate (Rogan-Gladen):"]
+        lines += [f"  {line}".replace("; pass", "\n    pass") for line in corrections if line]
     for title, items in _findings(report):
         lines += ["", f"{title}{':' if items else '.'}"]
         lines += [f"  {head}\n      text: {text}" for head, text in items]
@@ -144,6 +185,10 @@ def _markdown(report: Report) -> str:
     lines = [summary + ".", "", "| " + " | ".join(header) + " |"]
     lines.append("|" + "|".join("---:" for _ in header) + "|")
     lines += ["| " + " | ".join(row) + " |" for row in _rows(report)]
+    corrections = [_correction_line(report, i) for i in range(len(report.results))]
+    if any(corrections):
+        lines += ["", "Judge-corrected pass rate (Rogan-Gladen):", ""]
+        lines += [f"- {_escape(line)}" for line in corrections if line]
     for title, items in _findings(report):
         if not items:
             lines += ["", _escape(title) + "."]
@@ -196,3 +241,55 @@ def _wrong_head(g: Grading) -> str:
 def _short(text: str, limit: int = 120) -> str:
     flat = " ".join(text.split())
     return json.dumps(flat if len(flat) <= limit else flat[: limit - 3] + "...", ensure_ascii=False)
+
+
+# -- two judges (``--against``) -------------------------------------------------------------
+
+
+def render_against(found: Comparison, fmt: str) -> str:
+    """Two judges' agreement on the suite's criteria, in the format ``fmt``."""
+    a = found.agreement
+    if fmt == "json":
+        return json.dumps(
+            {
+                "first": list(found.first),
+                "second": found.second,
+                "criteria": a.n,
+                "agreement": a.accuracy,
+                "kappa": a.kappa,
+                "disagreements": [
+                    {
+                        "text": d.text,
+                        "criterion": d.criterion,
+                        "first": d.first,
+                        "first_verdict": "PASS" if d.first_passed else "FAIL",
+                        "second_verdict": "PASS" if d.second_passed else "FAIL",
+                        "reason": d.reason,
+                    }
+                    for d in found.disagreements
+                ],
+            },
+            indent=2,
+            ensure_ascii=True,
+        )
+    criteria = plural(a.n, "cached criterion", "cached criteria")
+    head = (
+        f"{found.second} against {', '.join(found.first)} on {criteria}: "
+        f"agree on {_pct(a.accuracy)}, kappa {_num(a.kappa)}; "
+        f"{plural(len(found.disagreements), 'disagreement')}"
+    )
+    items = [
+        (
+            f"{d.first} said {'PASS' if d.first_passed else 'FAIL'}, {found.second} said "
+            f"{'PASS' if d.second_passed else 'FAIL'} ({d.reason}): {d.criterion}",
+            _short(d.text),
+        )
+        for d in found.disagreements
+    ]
+    if fmt == "markdown":
+        lines = [f"**Judges compared:** {_escape(head)}.", ""]
+        lines += [f"- {_escape(h)}<br>text: {_escape(t)}" for h, t in items]
+        return "\n".join(lines) + "\n"
+    lines = [f"ghostrun calibrate --against: {head}"]
+    lines += [f"  {h}\n      text: {t}" for h, t in items]
+    return "\n".join(lines) + "\n"

@@ -15,7 +15,7 @@ from ..._core._config import settings
 from ..._core._exceptions import CacheMiss, JudgeUnavailable
 from ..._core._modes import Mode
 from ..._core._words import plural
-from ..._judging._calibration import _cases, _experiment, _export, _render, _summary
+from ..._judging._calibration import _against, _cases, _experiment, _export, _render, _summary
 from ..._judging._judges import judge_from_spec
 from ._args import Subparsers, UsageError, add_command
 from ._console import write
@@ -34,7 +34,12 @@ def add_parser(subparsers: Subparsers) -> None:
         "a second run sends nothing and replay works offline; the figures are kept there for "
         "the failure messages of judged assertions (configure(min_judge_kappa=...)). "
         "--from-verdicts DIR writes the cached verdicts of DIR as cases for you to label. "
-        "Exit status 1 when a vote count falls short of --min-kappa.",
+        "Each vote count also shows the judge's TPR and TNR (PASS the positive class) and "
+        "the pass rate of the suite's cached verdicts corrected for them (Rogan-Gladen, "
+        "with a seeded bootstrap 95% interval). --against JUDGE grades every cached verdict "
+        "with a second judge instead and reports their agreement (Cohen's kappa) and each "
+        "disagreement. Exit status 1 when a vote count (or the two judges) falls short of "
+        "--min-kappa.",
     )
     parser.add_argument("labels", nargs="?", metavar="LABELS", type=Path)
     parser.add_argument(
@@ -58,6 +63,13 @@ def add_parser(subparsers: Subparsers) -> None:
         "--from-verdicts", metavar="DIR", type=Path, help="export cached verdicts to label"
     )
     parser.add_argument("--output", "-o", metavar="FILE", type=Path, help="write here")
+    parser.add_argument(
+        "--against",
+        metavar="SPEC",
+        help="a second judge (as --judge) to grade the cached verdicts with; --judge then "
+        "names the first judge's verdicts to take (default: every judge's)",
+    )
+    parser.add_argument("--against-url", metavar="URL", help="the second judge's server")
 
 
 def _vote_counts(text: str) -> tuple[int, ...]:
@@ -73,12 +85,15 @@ def _vote_counts(text: str) -> tuple[int, ...]:
 def run(args: argparse.Namespace) -> int:
     if args.from_verdicts is not None:
         return _export_verdicts(args)
+    if args.against is not None:
+        return _against_judge(args)
     if args.labels is None:
         raise UsageError("give a labels file (LABELS), or --from-verdicts DIR to make one")
     directory: Path = args.cassette_dir or settings.resolve_cassette_dir()
     try:
         cases = _cases.load_cases(args.labels)
         judge = judge_from_spec(args.judge, args.judge_url)
+        observed = _suite_verdicts(directory, str(judge.identity))
         report = _experiment.calibrate(
             cases,
             judge,
@@ -88,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
             mode=Mode(args.mode) if args.mode else None,
             negation=not args.no_negation,
             labels=args.labels.name,
+            observed=observed,
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
@@ -115,3 +131,30 @@ def _export_verdicts(args: argparse.Namespace) -> int:
     if args.output is not None:
         print(f"wrote {plural(len(rows), 'case')} to label to {args.output}", file=sys.stderr)
     return 0
+
+
+def _suite_verdicts(directory: Path, identity: str) -> list[bool]:
+    """Whether each cached verdict of the suite by ``identity`` passed (none: no verdicts)."""
+    try:
+        records = _export.cached_verdicts(directory)
+    except ValueError:
+        return []
+    return [r["verdict"] == "PASS" for _, r in records if r.get("judge") == identity]
+
+
+def _against_judge(args: argparse.Namespace) -> int:
+    """``--against JUDGE``: the cached verdicts graded again by a second judge."""
+    directory: Path = args.cassette_dir or settings.resolve_cassette_dir()
+    try:
+        second = judge_from_spec(args.against, args.against_url)
+        first = str(judge_from_spec(args.judge, args.judge_url).identity) if args.judge else None
+        found = _against.compare_judges(
+            directory, second, first=first, mode=Mode(args.mode) if args.mode else None
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    except (CacheMiss, JudgeUnavailable) as exc:
+        print(f"ghostrun calibrate: {exc}", file=sys.stderr)
+        return 2
+    write(args.output, _render.render_against(found, args.format))
+    return 0 if _meets(found.agreement.kappa, args.min_kappa) else 1
