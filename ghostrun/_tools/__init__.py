@@ -10,6 +10,7 @@
     _tokens       tokens per test and per step, and their cost from the user's price table
     _import       other tools' cassettes in, as if recorded here (readers: ``_importers/``)
     _branches     branches of a recording (``fork``, ``compare``): made, seeded, run into
+    _candidate    a candidate model against the recording: pass rates, Wilson intervals, verdict
 
 May import: `_core`, `_wire`, `_secrets`, `_store`, `_recording`, `_intercept`, `_judging`,
 `_assertions`.

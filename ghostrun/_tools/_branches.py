@@ -30,6 +30,7 @@ __all__ = [
     "fresh_branch",
     "model_steps",
     "run_pytest",
+    "run_replay",
     "seed",
 ]
 
@@ -97,6 +98,17 @@ def run_pytest(pytest_args: Sequence[str], plan: ForkPlan, timeout: float | None
     """Run pytest on ``pytest_args`` in a subprocess governed by ``plan``; its exit status."""
     env = {**os.environ, ENV: plan.to_env(), "GHOSTRUN_CASSETTE_DIR": str(plan.branch)}
     env.pop("GHOSTRUN_SNAPSHOT", None)  # a snapshot name meant for the recording's runs
+    return _pytest(pytest_args, env, timeout)
+
+
+def run_replay(pytest_args: Sequence[str], directory: Path, timeout: float | None = None) -> int:
+    """Replay the recording in ``directory`` with pytest (its run log: ``runs/_last.json``)."""
+    env = {**os.environ, "GHOSTRUN_CASSETTE_DIR": str(Path(directory).absolute())}
+    env.pop(ENV, None)
+    return _pytest(["--ghostrun-replay", *pytest_args], env, timeout)
+
+
+def _pytest(pytest_args: Sequence[str], env: dict[str, str], timeout: float | None) -> int:
     env.pop("PYTEST_CURRENT_TEST", None)  # a calling test's id would name the child's sessions
     command = [sys.executable, "-m", "pytest", *pytest_args]
     try:

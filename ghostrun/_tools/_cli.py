@@ -10,6 +10,7 @@
     ghostrun doctor                     each road's library: its version, hooked or why not
     ghostrun import PATH...             vcrpy and cassetter cassettes in, as if recorded here
     ghostrun fork TEST --at N           one test from step N on, live and changed, in a branch
+    ghostrun compare --model M          the suite on a candidate model: pass rates, cost, verdict
 
 Each command is a module of `_commands` with ``add_parser(subparsers)`` and
 ``run(args) -> int``. Every command takes ``--cassette-dir`` (default:
@@ -36,6 +37,7 @@ from .._core._version import __version__
 from ._commands import (
     _calibrate,
     _check,
+    _compare,
     _diff,
     _doctor,
     _fork,
@@ -62,6 +64,7 @@ _COMMANDS = (
     _doctor,
     _import,
     _fork,
+    _compare,
 )
 
 

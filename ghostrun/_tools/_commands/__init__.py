@@ -12,6 +12,7 @@
     _doctor       ``ghostrun doctor``: each road's library, hooked or why not
     _import       ``ghostrun import``: other tools' cassettes in
     _fork         ``ghostrun fork``: one test from step N on, live and changed, in a branch
+    _compare      ``ghostrun compare``: the suite on a candidate model against the recording
 
 A command parses its arguments, calls the library (`_store._check`, `_tools._diff`,
 `_judging._calibration`, ...) and renders what it returns; `_tools._cli` dispatches.
