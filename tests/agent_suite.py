@@ -18,6 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from helpers import ROOT
 from simulator import ProviderSimulator
 
 SUITE = '''
@@ -121,3 +122,15 @@ def chat_models(provider: ProviderSimulator) -> list[str]:
         for r in provider.requests
         if r.path.endswith("/chat/completions") and isinstance(r.json, dict)
     ]
+
+
+EVOLVING = ROOT / "docs" / "evolving-a-suite.md"
+
+
+def docs_block(first: str) -> list[str]:
+    """The lines of the text block of docs/evolving-a-suite.md that starts with ``first``."""
+    page = EVOLVING.read_text(encoding="utf-8")
+    for block in page.split("```text\n")[1:]:
+        if block.startswith(first):
+            return block.split("```", 1)[0].splitlines()
+    raise AssertionError(f"no text block starting {first!r} in {EVOLVING}")

@@ -12,6 +12,7 @@ import random
 from pathlib import Path
 
 import pytest
+from agent_suite import docs_block
 
 from ghostrun._core._modes import Mode
 from ghostrun._judging._calibration._correction import correct, rates, rogan_gladen
@@ -21,8 +22,8 @@ from ghostrun._tools._cli import main
 LABELLED = {f"good {i}": True for i in range(6)} | {f"bad {i}": False for i in range(4)}
 FIRST_WRONG = {"good 5", "bad 3"}  # the first judge errs on these labelled cases
 SUITE = [f"suite {i}" for i in range(10)]
-FIRST_PASSES = {"suite 0", "suite 1", "suite 2", "suite 3", "suite 4", "suite 5"}
-SECOND_PASSES = {"suite 0", "suite 1", "suite 2", "suite 3", "suite 6", "suite 7"}
+FIRST_PASSES = {f"suite {i}" for i in (0, 1, 2, 3, 4, 5, 6)}
+SECOND_PASSES = {f"suite {i}" for i in (0, 1, 2, 3, 6, 7, 8)}
 
 
 def first_judge(text: str, criterion: str) -> tuple[bool, str]:
@@ -117,7 +118,8 @@ def test_calibrate_reports_tpr_tnr_and_the_suites_corrected_pass_rate(
     assert json.loads(again)["results"][0]["pass_rate"] == rate  # seeded: the same interval
     code, table = cli(capsys, *args, *judge)
     assert "TPR 83.3%, TNR 75.0% (PASS the positive class)" in table
-    assert f"pass rate of 10 suite verdicts 60.0%, corrected {rate['corrected']:.1%}" in table
+    assert f"pass rate of 10 suite verdicts 70.0%, corrected {rate['corrected']:.1%}" in table
+    assert table.splitlines() == docs_block("ghostrun calibrate: callable:")
 
 
 def test_against_a_second_judge_reports_kappa_and_each_disagreement(
@@ -147,6 +149,7 @@ def test_against_a_second_judge_reports_kappa_and_each_disagreement(
     assert sorted(p.name for p in (cassettes / "judge").iterdir()) == before  # tests' own
 
     code, _ = cli(capsys, *args, f"{__name__}:second_judge", "--min-kappa", "0.5")
-    assert code == 1  # kappa 0.17 is below the bar
+    assert code == 1  # kappa 0.05 is below the bar
     code, text = cli(capsys, *args, f"{__name__}:second_judge")
-    assert "on 10 cached criteria: agree on 60.0%, kappa 0.17; 4 disagreements" in text
+    assert "on 10 cached criteria: agree on 60.0%, kappa 0.05; 4 disagreements" in text
+    assert text.splitlines() == docs_block("ghostrun calibrate --against:")

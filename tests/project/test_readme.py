@@ -265,6 +265,21 @@ SKIPPED_BY_DESIGN = {
     "against the loopback judge in tests/judging/test_calibrate.py",
     "ghostrun review: HEAD": "compared line by line with a real review of a re-recorded "
     "prompt edit in tests/tools/test_review.py",
+    # docs/evolving-a-suite.md
+    "ghostrun fork test_agent.py::": "forks with a live provider; tests/tools/test_fork.py runs "
+    "the first against the loopback provider",
+    "ghostrun compare --model gpt-small --repeat 5": "runs a suite live; tests/tools/"
+    "test_compare.py runs compare against the loopback provider",
+    "ghostrun calibrate --against ollama:": "grades with a live judge; "
+    "tests/judging/test_judge_numbers.py runs --against with two stand-in judges",
+    "branch small against the recording": "compared line by line with a real review --branch "
+    "in tests/tools/test_fork.py",
+    "ghostrun compare: gpt-small": "compared line by line with a real compare in "
+    "tests/tools/test_compare.py",
+    "ghostrun calibrate: callable:": "compared line by line with a real run in "
+    "tests/judging/test_judge_numbers.py",
+    "ghostrun calibrate --against: callable:": "compared line by line with a real run in "
+    "tests/judging/test_judge_numbers.py",
     # examples/README.md
     ".venv/bin/python examples/record_with_standin.py": "re-records every example cassette "
     "(20 s, with new timestamps); tests/project/test_examples.py checks every committed file",

@@ -16,7 +16,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_suite import AGENT_TEST, BAD, OTHER_GOOD, chat_models, make_project, record
+from agent_suite import (
+    AGENT_TEST,
+    BAD,
+    OTHER_GOOD,
+    chat_models,
+    docs_block,
+    make_project,
+    record,
+)
 from simulator import ProviderSimulator
 
 from ghostrun._core import _safe_text as safe
@@ -115,10 +123,12 @@ def test_an_equivalent_candidate_passes_and_a_worse_one_is_named(
     assert "candidate 4/4 (100.0%, 95% CI 51.0% to 100.0%)" in text
     assert "changed outcome: 0" in text
 
-    assert main(["compare", "--model", "gpt-small", "--repeat", "1", "--format", "markdown"]) == 1
-    markdown = capsys.readouterr().out
-    assert f"**WORSE: the suite, {AGENT_TEST}**" in markdown
-    assert f"- `{AGENT_TEST}`: passed -&gt; failed in 1 of 1 runs" in markdown
+    worse = ["compare", "--model", "gpt-small", "--repeat", "2", "--prices", "prices.json"]
+    assert main(worse) == 1
+    text = capsys.readouterr().out
+    assert f"WORSE: the suite, {AGENT_TEST}" in text
+    assert f"  {AGENT_TEST}: passed -> failed in 2 of 2 runs" in text
+    assert text.splitlines() == docs_block("ghostrun compare: gpt-small")
 
 
 def test_the_markdown_is_safe_for_a_pull_request_comment() -> None:
@@ -128,7 +138,9 @@ def test_the_markdown_is_safe_for_a_pull_request_comment() -> None:
     found = Comparison("m<b>", 2, 0.0, (test,), rate, Rate(0, 2), (None, None), True)
     markdown = render(found, "markdown")
     assert safe.cell(hostile, as_code=True) in markdown  # the table's cell: code, "|" escaped
-    assert f"- {safe.code(hostile)}: passed" in markdown
+    assert f"- {safe.code(hostile)}: passed -&gt; failed in 2 of 2 runs" in markdown
+    assert "**WORSE: the suite, test\\_x" not in markdown  # inline() escapes no underscore
+    assert "**WORSE: the suite, test_x\\[\\`a|b\\` &lt;img" in markdown
     rest = markdown.replace(safe.cell(hostile, as_code=True), "").replace(safe.code(hostile), "")
     rest = rest.replace(safe.code("m<b>"), "")
     assert "<" not in rest and not re.search(r"(?<!\\)\]\(", rest)  # no tag, no link

@@ -14,7 +14,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_suite import AGENT_TEST, BAD, GOOD, chat_models, digests, make_project, record
+from agent_suite import (
+    AGENT_TEST,
+    BAD,
+    GOOD,
+    chat_models,
+    digests,
+    docs_block,
+    make_project,
+    record,
+)
 from simulator import ProviderSimulator
 
 from ghostrun._tools._cli import main
@@ -81,6 +90,7 @@ def test_fork_sends_exactly_the_steps_from_n_on_with_the_new_model(
     assert "intent: the refund is under way'): recording PASS, branch FAIL (no)" in text
     assert repr(BAD) in text and repr(GOOD) in text
     assert f"out {len(BAD.split())}, ${(last['in'] + 2 * last['out']) / 1e6:.6f}" in text
+    assert text.splitlines() == docs_block("branch small against the recording")
 
 
 def _prompt_tokens(body: dict[str, Any]) -> int:
