@@ -98,6 +98,7 @@ def run_pytest(pytest_args: Sequence[str], plan: ForkPlan, timeout: float | None
     """Run pytest on ``pytest_args`` in a subprocess governed by ``plan``; its exit status."""
     env = {**os.environ, ENV: plan.to_env(), "GHOSTRUN_CASSETTE_DIR": str(plan.branch)}
     env.pop("GHOSTRUN_SNAPSHOT", None)  # a snapshot name meant for the recording's runs
+    env.pop("GHOSTRUN_MODE", None)  # the plan says what replays and what is sent
     return _pytest(pytest_args, env, timeout)
 
 
