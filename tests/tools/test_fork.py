@@ -92,6 +92,12 @@ def test_fork_sends_exactly_the_steps_from_n_on_with_the_new_model(
     assert f"out {len(BAD.split())}, ${(last['in'] + 2 * last['out']) / 1e6:.6f}" in text
     assert text.splitlines() == docs_block("branch small against the recording")
 
+    assert main(["review", "--branch", "small", "--format", "markdown"]) == 0
+    markdown = capsys.readouterr().out
+    assert f"#### `{AGENT_TEST}`: recording passed, branch failed" in markdown
+    row = next(line for line in markdown.splitlines() if line.startswith("| 3 | live |"))
+    assert "'Order A123 is noted.'" in row and "\\[gpt-small\\]" in row
+
 
 def _prompt_tokens(body: dict[str, Any]) -> int:
     """A chat request's prompt tokens as the simulator counts them: a message's words, 1 at
