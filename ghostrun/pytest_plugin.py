@@ -49,6 +49,7 @@ It is inert for tests that use none of this.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import textwrap
 import warnings
@@ -62,6 +63,7 @@ from ._core._config import check_on_unplayed, configure, settings
 from ._core._distribution import foreign_install
 from ._core._exceptions import CacheMiss, StaleCassetteWarning
 from ._core._modes import VCR_ALIASES, Mode, parse_mode
+from ._integrations import _vcr
 from ._intercept import _guard
 from ._recording import _runlog, _stale
 from ._recording._session import Session
@@ -82,6 +84,14 @@ _MARKER_HELP = (
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("ghostrun", "ghostrun: record and replay LLM provider calls")
+    if _without_pytest_recording():
+        group.addoption(  # pytest-recording's flag, for a suite moved over (`_vcr`)
+            "--block-network",
+            action="store_true",
+            default=False,
+            dest="block_network",
+            help="pytest-recording's flag, for suites moved over: --ghostrun-block-network.",
+        )
     group.addoption(
         "--ghostrun-record",
         action="store_true",
@@ -188,8 +198,20 @@ def _defined_by_a_plugin(parser: pytest.Parser, flag: str) -> bool:
     )
 
 
+def _without_pytest_recording() -> bool:
+    """pytest-recording is not installed: its ``--block-network`` flag is ghostrun's."""
+    return importlib.util.find_spec("pytest_recording") is None
+
+
+_VCR_MARKER_PLUGINS = ("recording", "cassetter")
+"""Plugins that answer ``@pytest.mark.vcr`` and the ``vcr`` fixture themselves."""
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", _MARKER_HELP)
+    if not any(config.pluginmanager.hasplugin(name) for name in _VCR_MARKER_PLUGINS):
+        config.addinivalue_line("markers", _vcr.MARKER_HELP)
+        config.pluginmanager.register(_vcr, "ghostrun-vcr")
     config.pluginmanager.register(_Ghostrun(config), "ghostrun-run")
 
 
@@ -218,7 +240,7 @@ class _Ghostrun:
         if mode is not None:
             settings.suite_mode = mode
             os.environ["GHOSTRUN_MODE"] = mode.value  # for the subprocesses tests start
-        if config.getoption("ghostrun_block_network"):
+        if config.getoption("ghostrun_block_network") or config.getoption("block_network", False):
             os.environ["GHOSTRUN_BLOCK_NETWORK"] = "1"  # read by every session, and subprocesses
         try:
             self.guarded = _guard.suite_replays()  # GHOSTRUN_MODE=replay, a flag, or CI

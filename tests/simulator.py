@@ -604,6 +604,27 @@ class ProviderSimulator(Served):
         name = "auth_tokens/" + hashlib.sha256(f"{call.seq}".encode()).hexdigest()[:40]
         return _json({"name": name, "uses": 1})
 
+    def _gemini_upload_start(self, call: _Call) -> _Reply:
+        """A resumable upload begins: the URL the bytes go to comes back in a header."""
+        upload_id = hashlib.sha256(f"upload{call.seq}".encode()).hexdigest()[:24]
+        url = self.url(f"/upload/v1beta/files?upload_id={upload_id}&upload_protocol=resumable")
+        return _Reply(
+            body=b"", headers={"x-goog-upload-url": url, "x-goog-upload-status": "active"}
+        )
+
+    def _gemini_upload_bytes(self, call: _Call) -> _Reply:
+        """The bytes of a resumable upload, finalized: the file's record."""
+        size = len(call.request.body)
+        record = {"name": f"files/sim{call.seq:04d}", "sizeBytes": str(size), "state": "ACTIVE"}
+        return _Reply(
+            body=json.dumps({"file": record}).encode(), headers={"x-goog-upload-status": "final"}
+        )
+
+    def _gemini_upload(self, call: _Call) -> _Reply:
+        if call.request.query.get("upload_id"):
+            return self._gemini_upload_bytes(call)
+        return self._gemini_upload_start(call)
+
     def _audio_speech(self, call: _Call) -> _Reply:
         """Binary, non-UTF-8 audio that still depends on the input text."""
         text = str(call.body.get("input", ""))
@@ -867,6 +888,7 @@ _ROUTES: list[tuple[str, re.Pattern[str], Callable[[ProviderSimulator, _Call], _
         ("POST", r"/v1/responses", ProviderSimulator._openai_responses),
         ("POST", r"/v1/realtime/client_secrets", ProviderSimulator._realtime_client_secret),
         ("POST", r"/v1(?:alpha|beta)?/auth_tokens", ProviderSimulator._gemini_auth_token),
+        ("POST", r"/upload/v1(?:beta)?/files", ProviderSimulator._gemini_upload),
         ("POST", r"/v1/audio/speech", ProviderSimulator._audio_speech),
         ("POST", r"/v1/audio/transcriptions", ProviderSimulator._audio_transcription),
         ("POST", r"/v1/messages", ProviderSimulator._anthropic_messages),

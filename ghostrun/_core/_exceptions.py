@@ -11,6 +11,8 @@
             ├── UnsupportedLibrary an installed HTTP library lacks the hook we wrap
             │                      (alias: UnsupportedHttpx, its first name)
             ├── JudgeUnavailable   the judge cannot be reached or cannot answer
+            ├── ReplayRefused      in replay, a connection refused where no test and no
+            │                      session runs (a module's probe at import, collection)
             └── StaleCassette      replay used recordings older than ``max_age``
                                    (``on_stale="fail"``)
         └── AssertionError
@@ -28,6 +30,12 @@ outcome exceptions do: SDKs (anthropic, groq) wrap any ``Exception`` from the
 transport in their connection error and retry it with backoff, and apps wrap
 LLM calls in ``except Exception`` fallbacks. Neither may turn a replay miss
 into a slow or silently green test.
+
+Where no test runs and no session is open (a test module's import-time probe
+during collection, a conftest), nothing can turn green by swallowing a refusal,
+and a probe written ``try: ... except Exception: skip`` must be able to decide:
+there the guard raises `ReplayRefused`, an ordinary ``Exception``, so one probe
+does not stop the whole run.
 
 A damaged cassette or verdict file read *during* a request (truncated,
 malformed, of an unknown version) is a `DamagedCassette`, a ``CacheMiss``
@@ -65,6 +73,7 @@ __all__ = [
     "DamagedCassette",
     "GhostrunError",
     "JudgeUnavailable",
+    "ReplayRefused",
     "StaleCassette",
     "StaleCassetteWarning",
     "UnlistedHostWarning",
@@ -104,6 +113,16 @@ UnsupportedHttpx = UnsupportedLibrary
 @public
 class JudgeUnavailable(GhostrunError):
     """The judge cannot be reached, lacks the model, timed out or said nothing."""
+
+
+@public
+class ReplayRefused(GhostrunError):
+    """In replay, a connection refused where no test runs and no session is open.
+
+    A test module that probes a provider when it is imported (to skip itself when
+    the provider is down) catches ``Exception``: the refusal lets it decide, and
+    collection goes on. Inside a test or a session the refusal is a `CacheMiss`.
+    """
 
 
 @public

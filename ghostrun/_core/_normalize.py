@@ -27,7 +27,16 @@ BUILTINS: dict[str, re.Pattern[str]] = {
     ),
     "date": re.compile(r"\b\d{4}-\d{2}-\d{2}\b"),
     "unix_ts": re.compile(r"\b1\d{9}(?:\d{3}|\.\d+)?\b"),
-    "hex_id": re.compile(r"\b[0-9a-fA-F]{16,}\b"),
+    # Hex digits not inside a longer run of them: after "_" or "-" too (``call_`` + a uuid4's
+    # hex is how ids are minted), where a word boundary would not be.
+    "hex_id": re.compile(r"(?<![0-9A-Za-z])[0-9a-fA-F]{16,}(?![0-9A-Za-z])"),
+    # Ids as providers and frameworks write them: a short lowercase prefix, "_" or "-", then
+    # 16 or more letters and digits with at least one digit (``toolu_01A09q90qw90lq917835lq9``,
+    # ``chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT``, ``call_Xb3…``, ``resp_68…``, ``msg_01…``).
+    "prefixed_id": re.compile(
+        r"(?<![0-9A-Za-z_-])(?:[a-z][a-z0-9]{1,11}[_-])+(?=[A-Za-z]*[0-9])[A-Za-z0-9]{16,}"
+        r"(?![0-9A-Za-z])"
+    ),
 }
 """The named shapes, applied in this order (a datetime before the date inside it)."""
 _NAME = re.compile(r"[a-z_]+")

@@ -72,7 +72,7 @@ from .._core._config import (
     settings,
     suite_mode,
 )
-from .._core._exceptions import CacheMiss, UnsupportedLibrary
+from .._core._exceptions import CacheMiss, ReplayRefused, UnsupportedLibrary
 from .._core._hosts import PROVIDER_HOSTS, HostMatcher, host_name
 from .._core._modes import Mode
 from .._recording._deck import Deck
@@ -611,11 +611,26 @@ def _port(port: Any) -> int | None:
 # -- the refusal ---------------------------------------------------------------------
 
 
-def _refuse(deck: Deck | None, message: str) -> CacheMiss:
+def _refuse(deck: Deck | None, message: str) -> CacheMiss | ReplayRefused:
+    if deck is None and _outside_any_test():
+        return ReplayRefused(message)
     miss = CacheMiss(message)
     if deck is not None:
         deck.book(miss)
     return miss
+
+
+def _outside_any_test() -> bool:
+    """No pytest test is running (pytest sets PYTEST_CURRENT_TEST from setup to teardown)
+    and no unittest test is on this thread's stack: a module's import, a conftest."""
+    if "PYTEST_CURRENT_TEST" in os.environ:
+        return False
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None:
+        if frame.f_globals.get("__name__") == "unittest.case":
+            return False
+        frame = frame.f_back
+    return True
 
 
 def _provider_miss(deck: Deck | None, host: str, port: int | None, action: str) -> str:
@@ -629,12 +644,27 @@ def _provider_miss(deck: Deck | None, host: str, port: int | None, action: str) 
         [
             f"ghostrun: replay mode never touches the network, and {_caller()} tried to "
             f"{action} {where}, {why}, {_governed(deck)}.",
-            "  Only requests sent through a road ghostrun intercepts are replayed (docs/roads.md "
-            "lists them); this one went around them, so it was refused before any byte was sent.",
-            "  To fix it: send this call through an intercepted client (httpx, httpx2, aiohttp, "
-            "...), or keep this test out of replay (GHOSTRUN_MODE=auto records it live).",
+            *_provider_fix(deck),
         ]
     )
+
+
+def _provider_fix(deck: Deck | None) -> list[str]:
+    """What to do: outside any session, open one; inside one, the call went around the roads."""
+    if deck is None:
+        return [
+            "  It was refused before any byte was sent. To fix it: make this call inside a "
+            "session (the ghostrun marker, the ghostrun_session fixture, TestCaseMixin or "
+            "`with ghostrun.session()`), which replays it from its cassette. Outside any test "
+            "(a module's probe at import) it is a ghostrun.ReplayRefused, which the probe's "
+            "`except Exception` can catch.",
+        ]
+    return [
+        "  Only requests sent through a road ghostrun intercepts are replayed (docs/roads.md "
+        "lists them); this one went around them, so it was refused before any byte was sent.",
+        "  To fix it: send this call through an intercepted client (httpx, httpx2, aiohttp, "
+        "...), or keep this test out of replay (GHOSTRUN_MODE=auto records it live).",
+    ]
 
 
 def _blocked_miss(deck: Deck | None, host: str, port: int | None, action: str) -> str:

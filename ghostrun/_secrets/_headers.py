@@ -116,13 +116,6 @@ _PROVIDER_FAMILIES = (
     "x-ms-",
     "x-groq-",
 )
-# Kept-looking names that identify the account, or hold what works like a credential.
-_IDENTIFYING_RESPONSE_HEADERS = frozenset(
-    {
-        "x-goog-upload-url",  # a resumable upload's URL: it authorises the upload
-        "x-goog-upload-control-url",
-    }
-)
 # Words of a header name (split on "-") that make it identify an account, a person
 # or a backend session: openai-organization, openai-project, anthropic-organization-id,
 # x-goog-authenticated-user, x-ms-client-principal-id ...
@@ -172,8 +165,7 @@ def _identifying_response_header(name: str) -> bool:
     words = set(name.replace("_", "-").split("-"))
     squashed = squash(name)
     return (
-        name in _IDENTIFYING_RESPONSE_HEADERS
-        or not _IDENTIFYING_WORDS.isdisjoint(words)
+        not _IDENTIFYING_WORDS.isdisjoint(words)
         or "cookie" in squashed
         or is_credential_name(squashed)
         or any(word.startswith(CREDENTIAL_STARTS) and is_credential_name(word) for word in words)

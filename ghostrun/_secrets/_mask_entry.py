@@ -42,7 +42,10 @@ __all__ = ["mask_shapes", "redact_entry"]
 _FORM_PAIR = re.compile(r"(?:^|(?<=&))([^=&]+)=([^&]*)")
 # A query parameter inside a URL in a text (``?key=…``, ``&amp;sig=…`` in HTML).
 _URL_PARAM = re.compile(r"(?<=[?&;])([A-Za-z0-9_.\-]+)=([^&\s\"'<>#\\]+)")
-_URL_HEADERS = ("location", "content-location")
+# Headers whose value is a URL the client goes on to call: kept, so the client makes the
+# same next request in replay (google-genai's resumable upload reads x-goog-upload-url),
+# with credential parameters masked as in any URL.
+_URL_HEADERS = ("location", "content-location", "x-goog-upload-url", "x-goog-upload-control-url")
 
 
 def redact_entry(entry: dict[str, Any], secrets: frozenset[str]) -> dict[str, Any]:

@@ -18,7 +18,6 @@ An existing cassette is never replaced without ``force``.
 
 from __future__ import annotations
 
-import contextlib
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -41,10 +40,24 @@ from ._importers._cassetter import looks_like_cassetter, read_cassetter, read_to
 from ._importers._source import Exchange, SourceFile, UnreadableSource
 from ._importers._vcrpy import looks_like_vcrpy, read_document, read_vcrpy
 
-__all__ = ["SUFFIXES", "ImportReport", "attach", "import_paths", "render"]
+__all__ = [
+    "PYTEST_RECORDING_LAYOUT",
+    "SUFFIXES",
+    "ImportReport",
+    "Keying",
+    "attach",
+    "import_paths",
+    "layout_pattern",
+    "refusal",
+    "render",
+    "test_from_path",
+]
 
 SUFFIXES = (".yaml", ".yml", ".json", ".toml", ".yaml.gz", ".yml.gz", ".json.gz")
-_NEVER_STORED = frozenset({401, 403, 407})  # as when recording: a replayed "bad key" misleads
+PYTEST_RECORDING_LAYOUT = "{dir}/cassettes/{module}/{test}"
+"""pytest-recording's default: ``tests/cassettes/test_app/test_refund.yaml`` is the test
+``tests/test_app.py::test_refund``. A suite whose ``vcr_cassette_dir`` fixture puts them
+elsewhere passes its own (``--test-from-path '{dir}/_vcr/{module}/{test}'``)."""
 _FRAMING = frozenset({"content-length", "content-encoding", "transfer-encoding", "connection"})
 _PLANTED = "x-api-key"  # the header a secret found by its shape is handed to the masker as
 
@@ -79,10 +92,32 @@ class ImportReport:
         return len({k for f in self.files for k in f.keys})
 
 
+@dataclass(frozen=True)
+class Keying:
+    """What the imported keys are computed with: the settings that will read them.
+
+    A key computed without the suite's ``normalize=`` or ``ignore_fields=`` never
+    matches in a session that sets them, so the import takes the same settings
+    (by default the project's: ``configure()``, the environment, ``[tool.ghostrun]``).
+    """
+
+    normalize: tuple[str, ...] | None = None  # None: the configured shapes
+    ignore_fields: tuple[str, ...] = ()
+
+
 def import_paths(
-    paths: Iterable[Path], cassette_dir: Path, *, dry_run: bool = False, force: bool = False
+    paths: Iterable[Path],
+    cassette_dir: Path,
+    *,
+    dry_run: bool = False,
+    force: bool = False,
+    keying: Keying = Keying(),
+    layout: str = PYTEST_RECORDING_LAYOUT,
 ) -> ImportReport:
-    """Import every cassette file found at ``paths`` into ``cassette_dir``."""
+    """Import every cassette file found at ``paths`` into ``cassette_dir``.
+
+    ``layout``: where a source file's path names its test (`test_from_path`).
+    """
     report = ImportReport(cassette_dir, dry_run)
     existing = {p.stem for p in cassette_dir.glob("*.json")} if cassette_dir.is_dir() else set()
     decks: dict[str, Deck] = {}
@@ -95,11 +130,11 @@ def import_paths(
         except UnreadableSource as exc:
             found.error = str(exc)
             continue
-        found.tool, found.test = source.tool, pytest_recording_test(path)
+        found.tool, found.test = source.tool, test_from_path(path, layout)
         found.skipped += source.skipped
         # Each source file is its own run in a cassette, as each test is when recording.
         label = found.test or f"imported from {_shown(path)}"
-        deck = decks.get(label) or decks.setdefault(label, _deck(cassette_dir, label))
+        deck = decks.get(label) or decks.setdefault(label, _deck(cassette_dir, label, keying))
         for number, exchange in enumerate(source.exchanges, 1):
             why = _import_one(deck, exchange, found, existing, force=force, dry_run=dry_run)
             if why:
@@ -145,18 +180,57 @@ def _files(paths: Iterable[Path], cassette_dir: Path) -> Iterator[Path]:
             yield path
 
 
-def pytest_recording_test(path: Path) -> str | None:
-    """The test a pytest-recording cassette belongs to: ``<dir>/cassettes/<module>/<test>.yaml``
-    is ``<dir>/<module>.py::<test>`` (a class's test ``Class.test`` is ``Class::test``),
-    the pytest node id when pytest runs from the current directory."""
-    if path.parent.parent.name != "cassettes":
+_LAYOUT_PARTS = {
+    "{dir}/": r"(?:(?P<dir>.*)/)?",
+    "{module}": r"(?P<module>[^/]+)",
+    "{test}": r"(?P<test>[^/]+)",
+}
+
+
+def layout_pattern(layout: str) -> re.Pattern[str]:
+    """The regex of a ``--test-from-path`` layout; a ValueError says what it must hold."""
+    if "{module}" not in layout or "{test}" not in layout:
+        raise ValueError(
+            f"--test-from-path {layout!r} must name {{module}} and {{test}} "
+            f"(pytest-recording's layout is {PYTEST_RECORDING_LAYOUT!r})"
+        )
+    pieces = re.split(r"(\{dir\}/|\{module\}|\{test\})", layout.strip("/"))
+    return re.compile("".join(_LAYOUT_PARTS.get(p) or re.escape(p) for p in pieces))
+
+
+def test_from_path(path: Path, layout: str = PYTEST_RECORDING_LAYOUT) -> str | None:
+    """The pytest node id of the test a cassette file belongs to, by ``layout``:
+    ``{dir}/{module}.py::{test}`` (a class's test ``Class.test`` is ``Class::test``),
+    relative to the current directory (where pytest runs from); None if it does not fit."""
+    shown = _shown(path)
+    stem = shown.removesuffix(".gz").rsplit(".", 1)[0]
+    match = layout_pattern(layout).fullmatch(stem)
+    if match is None:
         return None
-    module = path.parent.parent.parent / f"{path.parent.name}.py"
-    with contextlib.suppress(ValueError):
-        module = module.resolve().relative_to(Path.cwd().resolve())
-    name = path.name.removesuffix(".gz").rsplit(".", 1)[0]
-    plain, bracket, params = name.partition("[")
-    return f"{module.as_posix()}::{plain.replace('.', '::')}{bracket}{params}"
+    folder = match.group("dir") if "dir" in match.groupdict() else None
+    module = f"{folder}/{match['module']}.py" if folder else f"{match['module']}.py"
+    plain, bracket, params = match["test"].partition("[")
+    return f"{module}::{plain.replace('.', '::')}{bracket}{params}"
+
+
+def refusal(paths: Iterable[Path], cassette_dir: Path) -> str | None:
+    """Why importing ``paths`` into ``cassette_dir`` would go wrong, or None.
+
+    Sources inside the cassette directory (or the directory itself) are skipped as
+    ghostrun's own, so such an import would import nothing: say so, with the fix.
+    """
+    own = cassette_dir.resolve()
+    for path in paths:
+        resolved = path.resolve()
+        if resolved == own or own in resolved.parents:
+            return (
+                f"ghostrun import: {_shown(path)} is inside the cassette directory "
+                f"({cassette_dir.absolute()}), so its files would be taken for ghostrun's own "
+                "and nothing imported. Import into another directory: pass --cassette-dir "
+                "(e.g. --cassette-dir .ghostrun_cache) and set cassette_dir in "
+                "[tool.ghostrun] to it, or move the source files out first."
+            )
+    return None
 
 
 def _shown(path: Path) -> str:
@@ -166,9 +240,13 @@ def _shown(path: Path) -> str:
         return path.as_posix()
 
 
-def _deck(cassette_dir: Path, test: str) -> Deck:
-    """A recording deck writing as the test ``test`` would (its own run in each cassette)."""
-    deck = Deck(Arguments(Mode.RECORD, cassette_dir, test, (), (), None, (), None))
+def _deck(cassette_dir: Path, test: str, keying: Keying) -> Deck:
+    """A recording deck writing as the test ``test`` would (its own run in each cassette),
+    its keys computed with ``keying``'s settings."""
+    arguments = Arguments(
+        Mode.RECORD, cassette_dir, test, (), keying.ignore_fields, None, (), None
+    )._replace(normalize=keying.normalize)
+    deck = Deck(arguments)
     deck.cassette_dir  # noqa: B018 (reading a setting resolves them all, as a session's entry)
     deck.mode, deck.name = Mode.RECORD, test  # the environment's mode does not apply here
     return deck
@@ -184,8 +262,6 @@ def _import_one(
     dry_run: bool,
 ) -> str | None:
     """Write one exchange; why it was skipped, or None."""
-    if exchange.status in _NEVER_STORED:
-        return f"an authentication failure ({exchange.status}) is never stored"
     info = _describe(deck, exchange)
     if info.key in existing and not force:
         return f"cassette {info.key}.json exists (pass --force to replace it)"

@@ -21,6 +21,7 @@ EXPECTED = {
     "OpenAICompatibleJudge",
     "RawVerdict",
     "Redactor",
+    "ReplayRefused",
     "Session",
     "StaleCassette",
     "StaleCassetteWarning",

@@ -48,7 +48,7 @@ LOOPBACK = ("127.0.0.1",)
         ("openai-organization", False),
         ("openai-project", False),
         ("anthropic-organization-id", False),
-        ("x-goog-upload-url", False),
+        ("x-goog-upload-url", True),  # the URL a resumable upload goes on to
         ("x-amzn-remapped-authorization", False),
         ("x-amzn-session-token", False),
         ("x-ms-client-secret", False),
