@@ -585,7 +585,7 @@ def is_loopback(host: str) -> bool:
 
 
 def _suite_matcher() -> HostMatcher:
-    extra = settings.extra_hosts()
+    extra = settings.extra_hosts() + settings.tool_hosts()
     matcher = _suite_matchers.get(extra)
     if matcher is None:
         matcher = _suite_matchers[extra] = HostMatcher(PROVIDER_HOSTS + extra)
