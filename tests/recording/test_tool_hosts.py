@@ -22,6 +22,8 @@ from tool_api import ToolApi
 import ghostrun
 from ghostrun._recording import _trajectory
 
+pytest_plugins = ["pytester"]
+
 TEST = "tests/test_agent.py::test_shipment"
 FRAMEWORKS = ["pydantic_ai", pytest.param("agents_runner", marks=pytest.mark.openai_agents)]
 
@@ -110,3 +112,127 @@ def test_an_agent_with_an_http_tool_replays_with_the_tool_api_down(
     ghostrun.expect_trajectory(replaying).at_most_steps(3)
     with pytest.raises(ghostrun.ExpectationFailed, match="3 model calls"):
         ghostrun.expect_trajectory(replaying).at_most_steps(2)
+
+
+# -- every road, every way to declare one ---------------------------------------------------
+
+
+def _httpx(url: str) -> str:
+    return httpx.get(url).text
+
+
+def _httpx2(url: str) -> str:
+    import httpx2
+
+    return httpx2.get(url).text
+
+
+def _aiohttp(url: str) -> str:
+    import asyncio
+
+    import aiohttp
+
+    async def get() -> str:
+        async with aiohttp.ClientSession() as client, client.get(url) as response:
+            return await response.text()
+
+    return asyncio.run(get())
+
+
+def _urllib3(url: str) -> str:
+    import urllib3
+
+    with urllib3.PoolManager() as pool:
+        return pool.request("GET", url).data.decode()
+
+
+ROADS = {"httpx": _httpx, "httpx2": _httpx2, "aiohttp": _aiohttp, "urllib3": _urllib3}
+
+
+@pytest.mark.parametrize("road", sorted(ROADS))
+def test_every_road_records_a_tool_host_as_a_tool_step_and_replays_it(
+    road: str, tool_api: ToolApi, cassette_dir: Path
+) -> None:
+    get = ROADS[road]
+    url = tool_api.url("/tracking/B7?fields=eta")
+    kwargs: dict[str, Any] = {"cassette_dir": cassette_dir, "name": TEST}
+    with ghostrun.session(mode="record", tool_hosts=[tool_api.host], **kwargs) as recording:
+        live = get(url)
+    assert recording.recorded == 1 and tool_api.served == 1
+    (step,) = trajectory(cassette_dir)  # a tool step, and no answer: no model was called
+    assert step["kind"] == "tool" and step["tool"] == "GET /tracking/B7"
+    assert step["arguments"] == {"fields": "eta"} and step["server"] == tool_api.host
+    tool_api.stop()
+    _trajectory.swap(_trajectory.Tracker())
+    with ghostrun.session(mode="replay", tool_hosts=[tool_api.host], **kwargs) as replaying:
+        assert get(url) == live  # its fresh checked_at and request_id, as recorded
+    assert replaying.replayed == 1 and tool_api.served == 1
+    assert ghostrun.expect_trajectory(replaying).steps == 0  # no model call
+
+
+def test_tool_hosts_from_the_environment_and_the_project_table(
+    tool_api: ToolApi, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ghostrun._core import _project
+
+    monkeypatch.setenv("GHOSTRUN_TOOL_HOSTS", f" other.example.com , {tool_api.host}")
+    with ghostrun.session(mode="record", cassette_dir=tmp_path / "env") as session:
+        httpx.get(tool_api.url("/tracking/C1"))
+    assert session.recorded == 1 and session.passed_through == 0
+    monkeypatch.delenv("GHOSTRUN_TOOL_HOSTS")
+
+    (tmp_path / "pyproject.toml").write_text(f'[tool.ghostrun]\ntool_hosts = ["{tool_api.host}"]\n')
+    monkeypatch.chdir(tmp_path)
+    _project.forget()
+    try:
+        with ghostrun.session(mode="record", cassette_dir=tmp_path / "table") as session:
+            httpx.get(tool_api.url("/tracking/C1"))
+        assert session.recorded == 1
+        (tmp_path / "pyproject.toml").write_text('[tool.ghostrun]\ntool_hosts = "one"\n')
+        _project.forget()
+        with pytest.raises(ValueError, match="tool_hosts: hosts that serve tools"):
+            ghostrun.session(mode="record").__enter__()
+    finally:
+        _project.forget()
+    for directory in ("env", "table"):
+        (path,) = (tmp_path / directory / "trajectories").glob("*.json")
+        (step,) = orjson.loads(path.read_bytes())["steps"]
+        assert step["kind"] == "tool"
+
+
+MARKED = """
+import httpx, pytest, ghostrun
+
+@pytest.mark.ghostrun(tool_hosts=["{host}"], cassette_dir="cassettes")
+def test_ships(ghostrun_session):
+    httpx.get("{url}")
+    assert ghostrun_session.tool_hosts == ("{host}",)
+"""
+
+
+def test_the_marker_takes_tool_hosts(pytester: pytest.Pytester, tool_api: ToolApi) -> None:
+    pytester.makepyfile(MARKED.format(host=tool_api.host, url=tool_api.url("/tracking/D4")))
+    pytester.runpytest_subprocess("--ghostrun-record").assert_outcomes(passed=1)
+    tool_api.stop()
+    pytester.runpytest_subprocess("--ghostrun-replay").assert_outcomes(passed=1)
+    assert tool_api.served == 1
+    (path,) = (pytester.path / "cassettes" / "trajectories").glob("*.json")
+    (step,) = orjson.loads(path.read_bytes())["steps"]
+    assert step["kind"] == "tool" and step["tool"] == "GET /tracking/D4"
+
+
+def test_a_replay_that_skips_a_recorded_tool_call_leaves_it_unplayed(
+    provider: ProviderSimulator, tool_api: ToolApi, cassette_dir: Path
+) -> None:
+    kwargs: dict[str, Any] = {"cassette_dir": cassette_dir, "name": TEST}
+    with ghostrun.session(mode="record", tool_hosts=[tool_api.host], **kwargs):
+        httpx.get(tool_api.url("/tracking/A1"))
+        httpx.get(tool_api.url("/tracking/A2"))
+    tool_api.stop()
+    _trajectory.swap(_trajectory.Tracker())
+    with pytest.raises(ghostrun.UnplayedSteps) as caught:
+        with ghostrun.session(mode="replay", tool_hosts=[tool_api.host], **kwargs):
+            httpx.get(tool_api.url("/tracking/A1"))
+    message = str(caught.value)
+    assert "used 1 of the 2 steps" in message
+    assert f'step 2: tool GET /tracking/A2 on {tool_api.host} -> \'{{"order": "A2"' in message
