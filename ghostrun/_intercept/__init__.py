@@ -16,8 +16,9 @@
                   session side of one call, shared by both
 
     _guard        in replay, the refusal of any provider connection no road made
+    _live         in replay, the hosts that went to the network unrecorded: said once each
 
-Nothing here is imported by ``import ghostrun`` but `_patch` and `_guard`
+Nothing here is imported by ``import ghostrun`` but `_patch` and `_guard` (with its `_live`)
 (``ghostrun/__init__`` subscribes them to sessions: the first session to open
 installs the roads, the last to close restores them); `_patch` imports each
 road's module when it installs it, and a road imports its HTTP library only in

@@ -142,6 +142,7 @@ def test_import_ghostrun_imports_no_road_and_not_the_engine() -> None:
         "ghostrun._intercept",
         "ghostrun._intercept._patch",
         "ghostrun._intercept._guard",
+        "ghostrun._intercept._live",  # the guard's: the hosts it said went live
     )
     code = (
         "import sys, ghostrun\n"
