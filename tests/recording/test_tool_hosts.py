@@ -234,3 +234,19 @@ def test_a_replay_that_skips_a_recorded_tool_call_leaves_it_unplayed(
     message = str(caught.value)
     assert "used 1 of the 2 steps" in message
     assert f'step 2: tool GET /tracking/A2 on {tool_api.host} -> \'{{"order": "A2"' in message
+
+
+def test_a_tool_step_holds_no_credential(tool_api: ToolApi, cassette_dir: Path) -> None:
+    secrets = ("qwertyuiop123456", "abc-some-secret-value-123", "zzz-secret-bearer-999")
+    with ghostrun.session(
+        mode="record", cassette_dir=cassette_dir, tool_hosts=[tool_api.host], name=TEST
+    ):
+        httpx.post(
+            tool_api.url(f"/refunds?token={secrets[0]}&order=A1"),
+            json={"order_id": "A1", "api_key": secrets[1]},
+            headers={"authorization": f"Bearer {secrets[2]}"},
+        )
+    (step,) = trajectory(cassette_dir)
+    assert step["arguments"] == {"order": "A1", "order_id": "A1", "api_key": "[REDACTED]"}
+    for path in cassette_dir.rglob("*.json"):
+        assert not any(secret in path.read_text() for secret in secrets), path
