@@ -97,6 +97,9 @@ def test_an_agent_with_an_http_tool_replays_with_the_tool_api_down(
     shown = " ".join(words[:8]) + (" …" if len(words) > 8 else "")  # its first eight words
     assert steps[-1] == {"kind": "answer", "session": 0, "text": shown}
 
+    _trajectory.swap(_trajectory.Tracker())  # the next run, with both still up, in auto:
+    again, _ = run_agent(framework, provider, tool_api, cassette_dir, "auto")
+    assert again.recorded == 0 and again.misses == []  # the tool's fresh values replay too
     provider.stop()
     tool_api.stop()
     _trajectory.swap(_trajectory.Tracker())
