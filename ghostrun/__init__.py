@@ -34,7 +34,7 @@ from ._core._exceptions import (
 from ._core._hosts import PROVIDER_HOSTS
 from ._core._modes import Mode
 from ._core._version import __version__
-from ._intercept import _guard, _patch
+from ._intercept import _at_exit, _guard, _patch
 from ._recording import _deck, _runlog
 from ._recording._session import Session, session
 from ._recording._settings import Redactor
@@ -80,6 +80,7 @@ _deck.subscribe(entering=_patch.session_entered, exiting=_patch.session_exited)
 _deck.subscribe(entering=_guard.session_entered, exiting=_guard.session_exited)
 _patch.on_unhooked(_guard.acquire, _guard.release)  # an unhooked road refuses, in every mode
 _deck.subscribe(closed=_runlog.session_closed)
+_deck.subscribe(closed=_at_exit.session_closed)  # telemetry flushed at exit, after a replay
 
 if _os.environ.get("GHOSTRUN_MODE"):  # replay guards the whole process (see _guard)
     _guard.install_for_suite()

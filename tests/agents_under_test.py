@@ -76,9 +76,16 @@ def tool_loop(
 
 
 def agents_runner(
-    base_url: str, *, max_steps: int = 5, results: ToolResults = default_results
-) -> str | None:
-    """openai-agents: an `Agent` with two function tools, run by `Runner`."""
+    base_url: str,
+    *,
+    max_steps: int = 5,
+    results: ToolResults = default_results,
+    whole: bool = False,
+) -> Any:
+    """openai-agents: an `Agent` with two function tools, run by `Runner`.
+
+    ``whole``: return the `RunResult` itself, not its final output's text.
+    """
     from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool
     from agents.exceptions import MaxTurnsExceeded
 
@@ -101,13 +108,20 @@ def agents_runner(
         result = asyncio.run(Runner.run(agent, QUESTION, max_turns=max_steps))
     except MaxTurnsExceeded:
         return None
-    return str(result.final_output)
+    return result if whole else str(result.final_output)
 
 
 def pydantic_ai_agent(
-    base_url: str, *, max_steps: int = 5, results: ToolResults = default_results
-) -> str | None:
-    """pydantic-ai: an `Agent` on an OpenAI chat model, with its tools."""
+    base_url: str,
+    *,
+    max_steps: int = 5,
+    results: ToolResults = default_results,
+    whole: bool = False,
+) -> Any:
+    """pydantic-ai: an `Agent` on an OpenAI chat model, with its tools.
+
+    ``whole``: return the `AgentRunResult` itself, not its output's text.
+    """
     from pydantic_ai import Agent, UsageLimitExceeded
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
@@ -131,7 +145,7 @@ def pydantic_ai_agent(
         result = agent.run_sync(QUESTION, usage_limits=UsageLimits(request_limit=max_steps))
     except UsageLimitExceeded:
         return None
-    return str(result.output)
+    return result if whole else str(result.output)
 
 
 AGENTS = {"tool_loop": tool_loop, "agents_runner": agents_runner, "pydantic_ai": pydantic_ai_agent}

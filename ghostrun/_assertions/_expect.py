@@ -232,11 +232,14 @@ def _calibration_note(verdict: Verdict) -> list[str]:
     return [note] if note else []
 
 
-def _grade(text: str, criterion: str, judge: Any) -> Verdict:
-    """Ask the judge (``_verdicts`` is imported late: it pulls in the judge client)."""
+def _grade(text: str, criterion: str, judge: Any, **where: Any) -> Verdict:
+    """Ask the judge (``_verdicts`` is imported late: it pulls in the judge client).
+
+    ``where``: ``mode`` and ``cassette_dir``, for a check made after its session closed.
+    """
     from .._judging import _verdicts
 
-    return _verdicts.grade(text, criterion, judge=judge)
+    return _verdicts.grade(text, criterion, judge=judge, **where)
 
 
 async def _agrade(text: str, criterion: str, judge: Any) -> Verdict:

@@ -7,6 +7,16 @@ with ``args``; Ollama: ``function.arguments`` already a dict). Tests should
 not care, so all become :class:`ToolCall`. Arguments that are not valid JSON
 are kept with ``error`` set, never replaced by ``{}``: an app would crash on
 them, so the assertions report them.
+
+The agent frameworks hand back their own objects, read here too:
+openai-agents' ``result.to_input_list()`` (Responses input items; a
+``function_call_output`` is a tool's result, not a call), ``result.new_items``
+(run items: their ``raw_item``) and ``result.raw_responses`` (each one's
+``output``); pydantic-ai's ``result.all_messages()`` (``ToolCallPart`` parts);
+LangChain's ``AIMessage.tool_calls`` (``{name, args, id}``); and a ghostrun
+session: the tool calls its model steps asked for. Anything else raises
+`UnreadableToolCalls`, an ``AssertionError`` (and a ``TypeError``) that lists
+what can be read.
 """
 
 from __future__ import annotations
@@ -17,11 +27,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._core._public import public
+from .._recording._session import Session
+from .._recording._steps import settled, tool_calls
 from ._extract import field, is_record, type_name
 from ._outcome import check, failure_message
 from ._schema import json_equal
 
-__all__ = ["ToolCall", "ToolCallExpectation", "normalize_tool_calls"]
+__all__ = ["ToolCall", "ToolCallExpectation", "UnreadableToolCalls", "normalize_tool_calls"]
 
 # A failed expectation's traceback ends in the test, not in these frames: unittest
 # leaves out modules that set ``__unittest``, pytest those that set ``__tracebackhide__``.
@@ -57,37 +69,87 @@ class ToolCall:
         return f"{self.name}({json.dumps(self.arguments, ensure_ascii=False, default=repr)})"
 
 
+class UnreadableToolCalls(AssertionError, TypeError):
+    """A value ``expect_tool_calls`` cannot read tool calls from; the message lists what it can.
+
+    An ``AssertionError``, so a test reports it as a failure; a ``TypeError`` as well, as
+    it was before frameworks' objects were read.
+    """
+
+
+_READS = (
+    "it reads tool calls (OpenAI chat and Responses, Anthropic tool_use, Gemini "
+    "function_call, Ollama, {name, arguments} dicts), lists of them, whole responses and "
+    "messages, openai-agents' result.to_input_list(), result.new_items and "
+    "result.raw_responses, pydantic-ai's result.all_messages(), LangChain's AIMessage "
+    "(.tool_calls), and a ghostrun session"
+)
+
+
 def normalize_tool_calls(value: object) -> list[ToolCall]:
     """The tool calls in ``value``, in order: calls, lists of them, or whole responses.
 
-    Raises ``TypeError`` naming the type when ``value`` is no shape we know.
+    Raises `UnreadableToolCalls` naming the type when ``value`` is no shape we know.
     """
     if isinstance(value, ToolCall):
         return [value]
+    if isinstance(value, Session):
+        return _from_session(value)
     if isinstance(value, (list, tuple)):
         return _from_items(value)
-    if is_record(value):
-        calls = _from_record(value)
-        if calls is not None:
-            return calls
-    raise TypeError(
-        f"cannot read tool calls from {type_name(value)}: expected tool calls (OpenAI, "
-        "Anthropic tool_use, Gemini function_call, Ollama, {name, arguments} dicts), "
-        "a list of them, or a whole response"
-    )
+    calls = _from_record(value) if is_record(value) else _from_framework(value)
+    if calls is not None:
+        return calls
+    raise UnreadableToolCalls(f"cannot read tool calls from {type_name(value)}: {_READS}")
 
 
 def _from_items(items: list[Any] | tuple[Any, ...]) -> list[ToolCall]:
     """Items of a list or container; non-call items (text blocks...) are skipped."""
     calls: list[ToolCall] = []
     for item in items:
-        if isinstance(item, (ToolCall, list, tuple)):
+        if isinstance(item, (ToolCall, list, tuple, Session)):
             calls += normalize_tool_calls(item)
-        elif is_record(item):
-            calls += _from_record(item) or []
-        else:
-            raise TypeError(f"cannot read tool calls from a list item of type {type_name(item)}")
+            continue
+        found = _from_record(item) if is_record(item) else _from_framework(item)
+        if found is None and not is_record(item):
+            raise UnreadableToolCalls(
+                f"cannot read tool calls from a list item of type {type_name(item)}: {_READS}"
+            )
+        calls += found or []
     return calls
+
+
+def _from_session(session: Session) -> list[ToolCall]:
+    """The calls a session's model steps asked for, in order (tool hosts' steps are none)."""
+    found = [
+        call
+        for step in settled(list(session._deck.steps))
+        if not step.tool
+        for call in tool_calls(step.documents())
+    ]
+    return _from_items(found)
+
+
+def _from_framework(value: Any) -> list[ToolCall] | None:
+    """Calls in an agent framework's own objects (dataclasses, not SDK models); None if none.
+
+    pydantic-ai: a message's ``parts``, a ``ToolCallPart`` (``part_kind="tool-call"``:
+    ``tool_name``, ``args``); openai-agents: a run item's ``raw_item``, a model
+    response's ``output``; LangChain-shaped objects: ``tool_calls``.
+    """
+    kind = getattr(value, "part_kind", None)
+    if isinstance(kind, str):
+        if kind != "tool-call":
+            return []  # a text, a prompt or a tool's return
+        name, args = getattr(value, "tool_name", None), getattr(value, "args", None)
+        return [_call({"name": name, "arguments": args}, "arguments")]
+    for attribute in ("raw_item", "tool_calls", "parts", "output"):
+        inner = getattr(value, attribute, None)
+        if inner is not None and attribute == "raw_item":
+            return normalize_tool_calls(inner)
+        if isinstance(inner, (list, tuple)):
+            return _from_items(inner)
+    return None
 
 
 def _from_record(record: Any) -> list[ToolCall] | None:
@@ -141,14 +203,20 @@ def _nothing(_item: Any) -> list[ToolCall]:
     return []
 
 
+def _listed(value: Any) -> list[ToolCall]:
+    """A list of items; anything else (a ``function_call_output``'s text) holds no call."""
+    return _from_items(value) if isinstance(value, (list, tuple)) else []
+
+
 _CONTAINERS: tuple[tuple[tuple[str, ...], Callable[[Any], list[ToolCall]]], ...] = (
+    (("tool_calls",), _listed),  # LangChain's AIMessage: [{name, args, id, type}]
     (("function",), _openai_function),  # OpenAI chat tool call, Ollama tool call
     (("custom",), _openai_custom),  # OpenAI chat custom tool call
     (("function_call", "functionCall"), _any),  # Gemini Part
     (("choices",), _first),  # chat completion
     (("candidates",), _first),  # Gemini response
     (("message",), _any),  # Ollama ChatResponse, Cohere
-    (("output",), _from_items),  # Responses API
+    (("output",), _listed),  # Responses API; a function_call_output's text holds none
     (("content",), _any),  # Gemini Candidate
     (("parts",), _from_items),  # Gemini Content without a role
     (("type",), _nothing),  # any other typed item: text, reasoning, web search...

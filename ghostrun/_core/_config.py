@@ -76,6 +76,12 @@ class Settings:
         project = tuple(_project.current().get("hosts") or ())
         return self.hosts + tuple(h.strip() for h in env.split(",") if h.strip()) + project
 
+    def tool_hosts(self) -> tuple[str, ...]:
+        """Hosts that serve tools, not models: ``GHOSTRUN_TOOL_HOSTS``, then the project's."""
+        env = os.environ.get("GHOSTRUN_TOOL_HOSTS", "")
+        project = tuple(_project.current().get("tool_hosts") or ())
+        return tuple(h.strip() for h in env.split(",") if h.strip()) + project
+
     def judge_spec(self) -> tuple[str | None, str | None]:
         """The project's judge, as the CLI names one: (``--judge``, ``--judge-url``)."""
         project = _project.current()

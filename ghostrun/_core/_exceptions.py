@@ -19,8 +19,8 @@
             └── UnplayedSteps      a replayed test stopped before the steps its trajectory
                                    recorded (``on_unplayed="fail"``)
     UserWarning
-    ├── UnlistedHostWarning    a request that looks like an LLM call passed through
-    │                          unrecorded: its host is not listed
+    ├── UnlistedHostWarning    a request that looks like an LLM call, or any traffic in replay,
+    │                          went out unrecorded: its host is not listed
     ├── AuthFailureWarning     a session recorded a 401 or 403: the key is likely bad
     ├── StaleCassetteWarning   replay used recordings older than ``max_age``
     └── UnplayedStepsWarning   the same as ``UnplayedSteps``, with ``on_unplayed="warn"``
@@ -159,10 +159,12 @@ class AuthFailureWarning(UserWarning):
 
 @public
 class UnlistedHostWarning(UserWarning):
-    """A request that looks like an LLM API call went to a host no session lists.
+    """Traffic went to a host no session lists, unrecorded.
 
-    Said once per session; the fix is in the message: list the host with
-    ``hosts=[...]`` or ``GHOSTRUN_HOSTS``.
+    Said once per session for a request that looks like an LLM API call (the fix:
+    ``hosts=[...]`` or ``GHOSTRUN_HOSTS``), and in replay once per host per run for
+    any host beyond loopback that went live (the fix: ``tool_hosts=[...]`` for a
+    tool API, ``hosts=[...]`` for a model; ``--ghostrun-block-network`` refuses it).
     """
 
 

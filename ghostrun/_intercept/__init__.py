@@ -16,9 +16,11 @@
                   session side of one call, shared by both
 
     _guard        in replay, the refusal of any provider connection no road made
+    _live         in replay, the hosts that went to the network unrecorded: said once each
+    _at_exit      after a replay, telemetry a framework flushes at exit: answered locally
 
-Nothing here is imported by ``import ghostrun`` but `_patch` and `_guard`
-(``ghostrun/__init__`` subscribes them to sessions: the first session to open
+Nothing here is imported by ``import ghostrun`` but `_patch`, `_guard` (with its `_live`)
+and `_at_exit` (``ghostrun/__init__`` subscribes them to sessions: the first session to open
 installs the roads, the last to close restores them); `_patch` imports each
 road's module when it installs it, and a road imports its HTTP library only in
 its adapter's ``check``/``install`` or the hooks they install, so

@@ -73,6 +73,7 @@ from .._recording._session import bypass_interception, current_deck, passing_thr
 from .._secrets._credentials import is_credential_header
 from .._store._cassette import Recording
 from .._wire._bodies import stream_kind
+from ._at_exit import EXIT
 
 __all__ = [
     "DROPPED_HEADERS",
@@ -110,7 +111,7 @@ def route(host: str, port: int | None, url: object = None) -> Deck | None:
     """
     if passing_through():
         return None
-    found = current_deck()
+    found = current_deck() or EXIT.deck  # at exit, after a replay: `_at_exit`
     if found is None:
         return None
     if found.settings.matcher(host, port) or (found.hops and found.hops.expects(host, port)):

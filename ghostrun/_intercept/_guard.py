@@ -77,6 +77,7 @@ from .._core._hosts import PROVIDER_HOSTS, HostMatcher, host_name
 from .._core._modes import Mode
 from .._recording._deck import Deck
 from .._recording._session import _bypass, current_deck
+from . import _live
 from . import _patch as _roads
 from ._patch import (
     Change,
@@ -280,7 +281,10 @@ def _guard_lookup(original: Callable[..., Any]) -> Callable[..., Any]:
     def lookup(host: Any, *args: Any, **kwargs: Any) -> Any:
         if host:
             check(host, args[0] if args else kwargs.get("port"), "look up")
-        return original(host, *args, **kwargs)
+        found = original(host, *args, **kwargs)
+        if host:
+            _live.resolved(host, found)  # a named host's addresses are not named again
+        return found
 
     return lookup
 
@@ -452,8 +456,11 @@ def check(host: Any, port: Any, action: str) -> None:
     name, number = _text(host), _port(port)
     if matcher(name, number) or (deck is not None and deck.hops.caused(name)):
         raise _refuse(deck, _provider_miss(deck, name, number, action))
-    if block and not is_loopback(name):
-        raise _refuse(deck, _blocked_miss(deck, name, number, action))
+    if not is_loopback(name):
+        if block:
+            raise _refuse(deck, _blocked_miss(deck, name, number, action))
+        if _live.first_time(name):  # the caller is looked for once per host per run
+            _live.went_live(name, number, _caller(), _governed(deck))
 
 
 def _refuse_unhooked(deck: Deck, host: Any, port: Any, action: str) -> None:
@@ -585,7 +592,7 @@ def is_loopback(host: str) -> bool:
 
 
 def _suite_matcher() -> HostMatcher:
-    extra = settings.extra_hosts()
+    extra = settings.extra_hosts() + settings.tool_hosts()
     matcher = _suite_matchers.get(extra)
     if matcher is None:
         matcher = _suite_matchers[extra] = HostMatcher(PROVIDER_HOSTS + extra)
@@ -673,13 +680,17 @@ def _blocked_miss(deck: Deck | None, host: str, port: int | None, action: str) -
         if deck is not None and deck.arguments.block_network
         else "GHOSTRUN_BLOCK_NETWORK=1 or --ghostrun-block-network"
     )
+    listed = _address(host, None if port in (80, 443) else port)
     return "\n".join(
         [
             f"ghostrun: block_network is on ({source}), so in replay mode only loopback "
             f"(127.0.0.0/8, ::1, localhost) may be reached, and {_caller()} tried to {action} "
             f"{_address(host, port)}, {_governed(deck)}.",
-            "  To allow it, pass block_network=False to the session this code runs in, or run "
-            "without GHOSTRUN_BLOCK_NETWORK / --ghostrun-block-network; or serve it on loopback.",
+            "  It is neither a provider host nor a tool host, so nothing of it was recorded. "
+            "If it serves your agent's tools, declare it and record once: "
+            f'ghostrun.session(tool_hosts=["{listed}"]) (or the marker\'s tool_hosts=, '
+            "GHOSTRUN_TOOL_HOSTS, [tool.ghostrun] tool_hosts): its calls then replay as tool "
+            f'steps. If it serves a model: hosts=["{listed}"].',
         ]
     )
 

@@ -311,8 +311,17 @@ class Deck:
             self.closing.stale(self.store.path(key), decision.stale_on)
         self.counts.replay(key)
         defer_secrets(info)  # its secrets are still scrubbed from run logs
-        self.steps.append(Step(info.method, info.url, key, index, info.body, reply))
+        tool = self._is_tool(info.url)
+        self.steps.append(Step(info.method, info.url, key, index, info.body, reply, False, tool))
         return reply
+
+    def _is_tool(self, url: str) -> bool:
+        """Whether ``url``'s host is a declared tool host: its exchange is a tool step."""
+        tools = self.settings.tools
+        if not tools.patterns:
+            return False
+        parts = urlsplit(url)
+        return tools(parts.hostname or "", parts.port)
 
     def commit(self, info: RequestInfo, recording: Recording) -> None:
         """Write a response just received; a retried-past transient failure is replaced.
@@ -331,7 +340,10 @@ class Deck:
             entry = self.redactor.entry(info, recording)
             index = self.store.write(key, entry, recording.transient, self.counts.unrecord)
             self.counts.record(key)
-            self.steps.append(Step(info.method, info.url, key, index, info.body, recording, True))
+            tool = self._is_tool(info.url)
+            self.steps.append(
+                Step(info.method, info.url, key, index, info.body, recording, True, tool)
+            )
 
     def stored_request(self, info: RequestInfo) -> dict[str, Any]:
         """The request as its cassette would store it: what a miss diff compares."""

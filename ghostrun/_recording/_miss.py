@@ -30,12 +30,13 @@ from .._core._normalize import BUILTINS, Normalizer, normalizer
 from .._core._safe_text import terminal
 from .._secrets._memory import request_secrets
 from .._secrets._scrub import scrub_text
+from .._store._formats import ToolStep
 from .._store._keys import remove_field
 from .._store._render import render_body
 from .._store._trajectory import StepRecord, load_trajectory, trajectory_path
 from ._request import RequestInfo
 from ._steps import request_messages, settled
-from ._trajectory import test_identity
+from ._trajectory import played, test_identity
 
 if TYPE_CHECKING:
     from ._deck import Deck
@@ -258,7 +259,7 @@ def _step_lines(
         return []  # the replay's own check says what is wrong with the file
     if found is None:
         return []
-    steps = [s for s in found["steps"] if s["session"] == deck.session_index]
+    steps = played([s for s in found["steps"] if s["session"] == deck.session_index])
     position = len(settled(deck.steps))
     if position >= len(steps):
         return (
@@ -286,7 +287,7 @@ def _step_lines(
 
 
 def _recorded_body(
-    directory: Path, step: StepRecord, ignore: Sequence[tuple[str, ...]]
+    directory: Path, step: StepRecord | ToolStep, ignore: Sequence[tuple[str, ...]]
 ) -> Any | None:
     try:
         request = orjson.loads((directory / f"{step['key']}.json").read_bytes())["request"]

@@ -111,6 +111,7 @@ class Session:
         max_age: str | int | None = None,
         on_stale: str | None = None,
         normalize: Any = None,
+        tool_hosts: Iterable[str] = (),
     ) -> None:
         if mode is not None:
             parse_mode(mode)  # an invalid mode fails here, where it was written
@@ -133,6 +134,7 @@ class Session:
                 max_age=max_age,
                 on_stale=on_stale,
                 normalize=normalize,
+                tool_hosts=_strings(tool_hosts),
             )
         )
 
@@ -178,6 +180,11 @@ class Session:
     @property
     def hosts(self) -> tuple[str, ...]:
         return self._deck.arguments.hosts
+
+    @property
+    def tool_hosts(self) -> tuple[str, ...]:
+        """Hosts this session was told serve tools (``tool_hosts=``): their calls are tool steps."""
+        return self._deck.arguments.tool_hosts
 
     @property
     def ignore_fields(self) -> tuple[str, ...]:

@@ -44,6 +44,7 @@ class Arguments(NamedTuple):
     max_age: str | int | None = None  # staleness (`_core._age`, docs/staleness.md)
     on_stale: str | None = None  # "warn" (default) or "fail"
     normalize: Any = None  # value shapes left out of the key (`_core._normalize`)
+    tool_hosts: tuple[str, ...] = ()  # hosts that serve tools: recorded, but tool steps
 
 
 class Settings(NamedTuple):
@@ -58,7 +59,8 @@ class Settings(NamedTuple):
     max_age: int | None  # in days
     on_stale: str
     normalizer: Normalizer | None
-    matcher: HostMatcher  # the provider hosts and the session's own
+    matcher: HostMatcher  # the provider hosts, the session's own and the tool hosts
+    tools: HostMatcher  # the tool hosts alone: their exchanges are tool steps (`_steps`)
     telemetry: UrlList  # answered locally, never recorded
     fork: ForkPlan | None = None  # ``ghostrun fork``/``compare``'s plan (`_fork`): a branch
 
@@ -84,6 +86,7 @@ def resolve(arguments: Arguments) -> Settings:
     fork = current_plan()
     if fork is not None:  # a forked run: into its branch, each request as the plan says
         mode, cassette_dir = Mode.AUTO, fork.branch
+    tool_hosts = arguments.tool_hosts + settings.tool_hosts()
     return Settings(
         mode=mode,
         cassette_dir=cassette_dir,
@@ -94,7 +97,10 @@ def resolve(arguments: Arguments) -> Settings:
         max_age=max_age_days(arguments.max_age, settings.max_age),
         on_stale=check_on_stale(arguments.on_stale or settings.on_stale or "warn"),
         normalizer=normalizer(shapes),
-        matcher=shared_matcher(PROVIDER_HOSTS + settings.extra_hosts() + arguments.hosts),
+        matcher=shared_matcher(
+            PROVIDER_HOSTS + settings.extra_hosts() + arguments.hosts + tool_hosts
+        ),
+        tools=shared_matcher(tool_hosts),
         telemetry=shared_url_list(TELEMETRY_URLS + ignored),
         fork=fork,
     )

@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 import orjson
 
@@ -38,13 +38,17 @@ __all__ = [
     "ToolCall",
     "answer_text",
     "endpoint",
+    "first_words",
     "model_name",
     "new_messages",
     "prompt_words",
     "request_messages",
     "settled",
     "tokens_used",
+    "tool_arguments",
     "tool_calls",
+    "tool_name",
+    "tool_result",
 ]
 
 ToolCall = ToolCallRecord  # {"name": str, "arguments": Any}, as the trajectory file keeps it
@@ -61,7 +65,11 @@ _MODEL_IN_URL = re.compile(r"/models?/([^/:]+)")  # Gemini's models/NAME:…, Be
 
 @dataclass(slots=True)
 class Step:
-    """One model call, as a session saw it: kept by reference, read when asked."""
+    """One model call (or a tool host's exchange), as a session saw it: kept by reference.
+
+    ``tool``: the host is a declared tool host (``tool_hosts=``), so the trajectory keeps
+    the exchange as a tool step and the model-call counts leave it out.
+    """
 
     method: str
     url: str
@@ -70,6 +78,7 @@ class Step:
     body: bytes  # the request as sent
     recording: Recording  # the response
     recorded: bool = False  # sent for real and written (else replayed)
+    tool: bool = False  # a tool host's exchange, not a model call
 
     def documents(self) -> list[Any]:
         return response_documents(self.recording)
@@ -350,8 +359,37 @@ def prompt_words(body: Any, count: int = _PROMPT_WORDS) -> str:
         text = body["prompt"]
     else:
         text = ""
+    return first_words(text, count)
+
+
+def first_words(text: str, count: int = _PROMPT_WORDS) -> str:
+    """The first ``count`` words of ``text``, with `` …`` when there were more."""
     words = text.split()
     return " ".join(words[:count]) + (" …" if len(words) > count else "")
+
+
+# -- a tool host's exchange: what the trajectory's tool step says ---------------------------
+
+
+def tool_name(method: str, url: str) -> str:
+    """A tool host's call by its method and path: ``GET /tracking/A123``."""
+    return f"{method} {urlsplit(url).path or '/'}"
+
+
+def tool_arguments(url: str, body: Any) -> Any:
+    """What a tool host was asked: its query parameters, and its JSON body's fields."""
+    found: dict[str, Any] = dict(parse_qsl(urlsplit(url).query, keep_blank_values=True))
+    if isinstance(body, dict):
+        found.update(body)
+    elif body is not None:
+        found["body"] = body
+    return found
+
+
+def tool_result(recording: Recording) -> str:
+    """The text a tool host answered (a stream's chunks joined), as far as it is text."""
+    data = recording.body if recording.chunks is None else b"".join(recording.chunks)
+    return data.decode("utf-8", "replace")
 
 
 def _plain_text(value: Any) -> str:

@@ -1,15 +1,19 @@
 """Each test's trajectory: written when it records, checked when it replays (DESIGN §2, §3).
 
 A session keeps its steps (``Deck.steps``: each model call's request and
-response, by reference) from the moment its outermost block opens. When that
-block closes:
+response, by reference, and each exchange with a declared tool host) from the
+moment its outermost block opens. The file tells the whole run: a model step
+per model call, a tool step (``"kind": "tool"``, transport ``"http"``) per tool
+host exchange, and last the session's final answer (``"kind": "answer"``: the
+first words of its last model step's text). When that block closes:
 
 - if the session recorded a step (or an earlier session of the same test did,
   in this process), the test's trajectory file is rewritten: the steps of its
   earlier sessions as the file held them, then this session's;
 - else, in ``replay``, the session's steps are compared with the ones the file
   holds for it: a session that ended with steps unplayed fails
-  (`UnplayedSteps`), warns, or says nothing, as ``on_unplayed`` says.
+  (`UnplayedSteps`), warns, or says nothing, as ``on_unplayed`` says. Model and
+  tool steps count there; the answer is no step to play.
 
 A test's identity is the session's name: ``name=``, else the running test's id
 (the pytest node id; the unittest mixin computes the same one), else the
@@ -24,25 +28,50 @@ import sys
 import threading
 import warnings
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from .._core._config import resolve_on_unplayed
 from .._core._exceptions import UnplayedSteps, UnplayedStepsWarning
 from .._core._modes import Mode
 from .._secrets._scrub import scrub_text
 from .._secrets._walk import map_strings
+from .._store._formats import AnswerStep, AnyStep, ToolStep
 from .._store._trajectory import (
     StepRecord,
     Trajectory,
     load_trajectory,
+    played,
     trajectory_path,
     write_trajectory,
 )
-from ._steps import Step, endpoint, model_name, prompt_words, settled, tokens_used, tool_calls
+from ._steps import (
+    Step,
+    answer_text,
+    endpoint,
+    first_words,
+    model_name,
+    prompt_words,
+    settled,
+    tokens_used,
+    tool_arguments,
+    tool_calls,
+    tool_name,
+    tool_result,
+)
 
 if TYPE_CHECKING:
     from ._deck import Deck
 
-__all__ = ["Tracker", "opened", "session_closed", "step_record", "swap", "test_identity"]
+__all__ = [
+    "Tracker",
+    "answer_record",
+    "opened",
+    "played",
+    "session_closed",
+    "step_record",
+    "swap",
+    "test_identity",
+]
 
 _SHOWN_UNPLAYED = 10
 
@@ -119,12 +148,30 @@ def _write(deck: Deck, test: str, steps: list[Step]) -> None:
     earlier = load_trajectory(path)
     index = deck.session_index
     kept = [s for s in earlier["steps"] if s["session"] < index] if earlier else []
-    mine = [step_record(step, index, deck.hook_edits) for step in steps]
+    mine: list[AnyStep] = [step_record(step, index, deck.hook_edits) for step in steps]
+    answer = answer_record(steps, index, deck.hook_edits)
+    if answer is not None:
+        mine.append(answer)
     write_trajectory(deck.cassette_dir, Trajectory(version=1, test=test, steps=kept + mine))
 
 
-def step_record(step: Step, session: int, edits: dict[str, str] | None = None) -> StepRecord:
+def answer_record(
+    steps: list[Step], session: int, edits: dict[str, str] | None = None
+) -> AnswerStep | None:
+    """The session's final answer: its last model step's first words; None without one."""
+    models = [step for step in steps if not step.tool]
+    if not models:
+        return None
+    text = first_words(answer_text(models[-1].documents()))
+    return AnswerStep(kind="answer", session=session, text=scrub_text(text, edits=edits))
+
+
+def step_record(
+    step: Step, session: int, edits: dict[str, str] | None = None
+) -> StepRecord | ToolStep:
     """A step as its trajectory file stores it, with every credential masked (DESIGN §4)."""
+    if step.tool:
+        return _tool_record(step, session, edits)
     documents = step.documents()
     request = step.request_json()
     return StepRecord(
@@ -140,6 +187,21 @@ def step_record(step: Step, session: int, edits: dict[str, str] | None = None) -
     )
 
 
+def _tool_record(step: Step, session: int, edits: dict[str, str] | None) -> ToolStep:
+    """A tool host's exchange: which host, which call, its arguments and first words."""
+    return ToolStep(
+        kind="tool",
+        session=session,
+        transport="http",
+        server=scrub_text(urlsplit(step.url).netloc, edits=edits),
+        tool=scrub_text(tool_name(step.method, step.url), edits=edits),
+        arguments=_scrubbed(tool_arguments(step.url, step.request_json()), edits),
+        result=scrub_text(first_words(tool_result(step.recording)), edits=edits),
+        key=step.key,
+        response=step.index,
+    )
+
+
 def _scrubbed(value: Any, edits: dict[str, str] | None) -> Any:
     """Every string of a JSON value scrubbed (tool-call arguments may echo a secret)."""
     return map_strings(value, lambda text: scrub_text(text, edits=edits))
@@ -151,7 +213,7 @@ def _check(deck: Deck, test: str, used: int) -> Exception | None:
     found = load_trajectory(path)
     if found is None:
         return None
-    mine = [s for s in found["steps"] if s["session"] == deck.session_index]
+    mine = played([s for s in found["steps"] if s["session"] == deck.session_index])
     if used >= len(mine):
         return None
     policy = resolve_on_unplayed(deck.arguments.on_unplayed)
@@ -164,18 +226,16 @@ def _check(deck: Deck, test: str, used: int) -> Exception | None:
     return UnplayedSteps(message)
 
 
-def _unplayed_message(test: str, recorded: list[StepRecord], used: int, path: Any) -> str:
+def _unplayed_message(
+    test: str, recorded: list[StepRecord | ToolStep], used: int, path: Any
+) -> str:
     left = recorded[used:]
     lines = [
         f"ghostrun: {test} used {used} of the {len(recorded)} steps its trajectory recorded; "
         f"{len(left)} unplayed:"
     ]
     for number, step in enumerate(left[:_SHOWN_UNPLAYED], start=used + 1):
-        calls = ", ".join(call["name"] for call in step["tool_calls"])
-        said = f" -> called {calls}" if calls else ""
-        lines.append(
-            f"  step {number}: {step['method']} {step['endpoint']}: {step['prompt']!r}{said}"
-        )
+        lines.append(f"  step {number}: {_told(step)}")
     if len(left) > _SHOWN_UNPLAYED:
         lines.append(f"  ... and {len(left) - _SHOWN_UNPLAYED} more")
     lines.append(
@@ -185,3 +245,14 @@ def _unplayed_message(test: str, recorded: list[StepRecord], used: int, path: An
         'on_unplayed="warn" or "ignore" (session, configure(), GHOSTRUN_ON_UNPLAYED).'
     )
     return "\n".join(lines)
+
+
+def _told(step: StepRecord | ToolStep) -> str:
+    """A recorded step in one line, as the unplayed message lists it."""
+    if step.get("kind") == "tool":
+        tool: ToolStep = step  # type: ignore[assignment]  # narrowed by kind
+        return f"tool {tool['tool']} on {tool['server']} -> {tool['result']!r}"
+    model: StepRecord = step  # type: ignore[assignment]
+    calls = ", ".join(call["name"] for call in model["tool_calls"])
+    said = f" -> called {calls}" if calls else ""
+    return f"{model['method']} {model['endpoint']}: {model['prompt']!r}{said}"

@@ -13,7 +13,8 @@ definition their code shares.
 
     cassette            CassetteFile: RequestRecord, ResponseRecord (BODY: `_bodies.Body`)
     WebSocket cassette  WebSocketFile: ConversationRecord, HandshakeRecord, FrameEvent
-    trajectory          TrajectoryFile: StepRecord, ToolCallRecord, TokensRecord
+    trajectory          TrajectoryFile: StepRecord (model), ToolStep, AnswerStep,
+                        ToolCallRecord, TokensRecord
     verdict             VerdictFile: DrawRecord
     run log             RunLogFile: RunLogEntry, AssertionRecord, UsedRecord, ...
 """
@@ -25,6 +26,8 @@ from typing import Any, Literal, NotRequired, TypedDict, final
 from .._wire._bodies import Body
 
 __all__ = [
+    "AnswerStep",
+    "AnyStep",
     "AssertionRecord",
     "Body",
     "CalibrationSummaryFile",
@@ -47,6 +50,8 @@ __all__ = [
     "StreamErrorRecord",
     "TokensRecord",
     "ToolCallRecord",
+    "ToolStep",
+    "ToolTransport",
     "TrajectoryFile",
     "UsedRecord",
     "VerdictFile",
@@ -156,8 +161,9 @@ TokensRecord = TypedDict("TokensRecord", {"in": int, "out": int})
 
 
 class StepRecord(TypedDict):
-    """One step as the file stores it."""
+    """A model call as the file stores it (a step without ``kind`` is one too)."""
 
+    kind: NotRequired[Literal["model"]]
     session: int
     method: str
     endpoint: str
@@ -169,13 +175,41 @@ class StepRecord(TypedDict):
     tokens: TokensRecord | None
 
 
+ToolTransport = Literal["mcp-stdio", "mcp-http", "http"]
+
+
+class ToolStep(TypedDict):
+    """A tool call answered by an MCP server or a declared tool host (``tool_hosts=``)."""
+
+    kind: Literal["tool"]
+    session: int
+    transport: ToolTransport
+    server: str  # MCP stdio: "python orders_server.py"; HTTP: the host (":port" if not default)
+    tool: str  # the MCP tool's name, or for a tool host "GET /tracking/A123" (method and path)
+    arguments: Any  # the MCP tools/call arguments, or the HTTP query and JSON body
+    result: str  # the first words of the tool's result text, scrubbed
+    key: str  # the exchange's cassette key
+    response: int  # its index (MCP: the tools/call's position in its connection)
+
+
+class AnswerStep(TypedDict):
+    """The run's final answer: the first words of its last model step's text, one a session."""
+
+    kind: Literal["answer"]
+    session: int
+    text: str
+
+
+AnyStep = StepRecord | ToolStep | AnswerStep
+
+
 @final
 class TrajectoryFile(TypedDict):
     """``trajectories/<test>.json``: a test's steps in order."""
 
     version: int
     test: str
-    steps: list[StepRecord]
+    steps: list[AnyStep]
 
 
 # -- verdict (``_judging._verdicts``) -------------------------------------------------------

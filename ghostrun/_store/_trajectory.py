@@ -1,4 +1,4 @@
-"""A test's trajectory on disk: its model calls, in order, one small file per test (DESIGN §3).
+"""A test's trajectory on disk: its steps, in order, one small file per test (DESIGN §3).
 
     <cassette_dir>/trajectories/<test id, made safe>.json
 
@@ -12,9 +12,19 @@
          "prompt": "<first words of the newest message sent>",
          "model": "gpt-4o-mini" | null,
          "tool_calls": [{"name": "lookup_order", "arguments": {"order_id": "A123"}}],
-         "tokens": {"in": 52, "out": 9} | null}
+         "tokens": {"in": 52, "out": 9} | null},
+        {"kind": "tool", "session": 0, "transport": "http" | "mcp-stdio" | "mcp-http",
+         "server": "tracking.example.com", "tool": "GET /tracking/A123",
+         "arguments": {"fields": "status"}, "result": "<first words of the result>",
+         "key": "<cassette key>", "response": 0},
+        {"kind": "answer", "session": 0, "text": "<first words of the final answer>"}
       ]
     }
+
+A step without ``kind`` is a model call (``"kind": "model"``), as every step of
+a file written before tool steps was. A tool step is a tool call answered by an
+MCP server or a declared tool host (``tool_hosts=``); the answer step is
+written last for each session that made a model call.
 
 The exchanges stay in their content-addressed cassettes; this file says which
 of them a test used and in which order, so a pull request shows an agent's run
@@ -38,7 +48,7 @@ from pathlib import Path
 
 from .._core._files import dump_json, write_atomic
 from . import _validate
-from ._formats import StepRecord, TrajectoryFile
+from ._formats import AnyStep, StepRecord, ToolStep, TrajectoryFile
 
 __all__ = [
     "FORMAT_VERSION",
@@ -46,6 +56,7 @@ __all__ = [
     "StepRecord",
     "Trajectory",
     "load_trajectory",
+    "played",
     "trajectory_path",
     "write_trajectory",
 ]
@@ -79,6 +90,11 @@ def trajectory_path(cassette_dir: str | os.PathLike[str], test: str) -> Path:
 
 _paths: dict[tuple[str | os.PathLike[str], str], Path] = {}
 _KEPT_PATHS = 4096
+
+
+def played(steps: list[AnyStep]) -> list[StepRecord | ToolStep]:
+    """The steps a replay plays, in order: model and tool steps, not the answer."""
+    return [step for step in steps if step.get("kind") != "answer"]  # type: ignore[misc]  # narrowed by kind
 
 
 def load_trajectory(path: str | os.PathLike[str]) -> Trajectory | None:

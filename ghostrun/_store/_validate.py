@@ -707,8 +707,33 @@ def _trajectory(document: Any, stem: str) -> None:
         _step(item, f"steps[{index}]")
 
 
+_STEP_KINDS = ("model", "tool", "answer")
+_TRANSPORTS = ("mcp-stdio", "mcp-http", "http")
+
+
 def _step(value: Any, where: str) -> None:
+    """A step of one of the three kinds (no ``kind``: a model call, as files before them)."""
     step = _object(value, where)
+    kind = step.get("kind", "model")
+    _one_of(kind, _child(where, "kind"), _STEP_KINDS)
+    _int(_required(step, "session", where), _child(where, "session"), 0)
+    if kind == "tool":
+        _tool_step(step, where)
+    elif kind == "answer":
+        _str(_required(step, "text", where), _child(where, "text"))
+    else:
+        _model_step(step, where)
+
+
+def _tool_step(step: dict[str, Any], where: str) -> None:
+    _one_of(_required(step, "transport", where), _child(where, "transport"), _TRANSPORTS)
+    for name in ("server", "tool", "result", "key"):
+        _str(_required(step, name, where), _child(where, name))
+    _required(step, "arguments", where)
+    _int(_required(step, "response", where), _child(where, "response"), 0)
+
+
+def _model_step(step: dict[str, Any], where: str) -> None:
     for name in ("method", "endpoint", "key", "prompt"):
         _str(_required(step, name, where), _child(where, name))
     for name in ("session", "response"):

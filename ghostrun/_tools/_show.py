@@ -7,6 +7,7 @@ stream we cannot read is shown as its raw chunks.
 
 from __future__ import annotations
 
+import json
 import re
 import textwrap
 from collections.abc import Mapping
@@ -19,11 +20,12 @@ from .._assertions._extract import extract_text
 from .._core import _safe_text as safe
 from .._core._files import parse_json
 from .._core._words import plural
+from .._recording._steps import tool_calls
 from .._store._formats import CassetteFile, Headers, VerdictFile, WebSocketFile
 from .._store._validate import Document, Kind
 from .._wire._bodies import MODIFIERS
 
-__all__ = ["kind_of", "raw", "render_file", "stream_text"]
+__all__ = ["kind_of", "raw", "render_file", "stream_calls", "stream_text"]
 
 _INDENT = "    "
 _STREAM_KINDS = ("sse", "ndjson", "chunks", "chunks_base64")
@@ -162,21 +164,36 @@ def _body(body: Any) -> list[str]:
 
 def _stream(kind: str, chunks: list[str]) -> list[str]:
     head = f"  stream ({plural(len(chunks), f'{kind} chunk')})"
-    text = stream_text(kind, chunks)
-    if text is not None:
-        return [head + ", reassembled text:", _indented(text) if text else _INDENT + "(empty)"]
-    return [head + ":", *(_indented(repr(chunk)) for chunk in chunks)]
+    text, calls = stream_text(kind, chunks), stream_calls(kind, chunks)
+    if text is None and not calls:
+        return [head + ":", *(_indented(repr(chunk)) for chunk in chunks)]
+    lines = [head + ", reassembled text:", _indented(text) if text else _INDENT + "(empty)"]
+    if calls:
+        lines += ["  tool calls:", *(_indented(call) for call in calls)]
+    return lines
 
 
-def stream_text(kind: str, chunks: list[str]) -> str | None:
-    """The text a recorded stream carried, or None when its events are not ones we read."""
+def stream_calls(kind: str, chunks: list[str]) -> list[str]:
+    """The tool calls a recorded stream made, its pieces joined: ``name({arguments})``."""
+    return [
+        f"{call['name']}({json.dumps(call['arguments'], ensure_ascii=False, default=repr)})"
+        for call in tool_calls(_events(kind, chunks))
+    ]
+
+
+def _events(kind: str, chunks: list[str]) -> list[Any]:
     if kind == "sse":
         events = _sse_events("".join(chunks))
     elif kind == "ndjson":
         events = [parse_json(line) for line in "".join(chunks).splitlines() if line.strip()]
     else:
-        return None
-    events = [event for event in events if event is not None]
+        return []
+    return [event for event in events if event is not None]
+
+
+def stream_text(kind: str, chunks: list[str]) -> str | None:
+    """The text a recorded stream carried, or None when its events are not ones we read."""
+    events = _events(kind, chunks)
     if not events:
         return None
     try:

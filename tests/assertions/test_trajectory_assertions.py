@@ -74,7 +74,7 @@ def test_a_finished_run_passes_every_check(
             "no call to 'refund'",
             "'refund' was called at step 2",
         ),
-        (lambda e: e.at_most_steps(2), "at most 2 steps", "3 steps"),
+        (lambda e: e.at_most_steps(2), "at most 2 steps", "3 model calls"),
     ],
 )
 def test_a_check_that_fails_says_what_it_expected_and_shows_the_run(

@@ -142,6 +142,8 @@ def test_import_ghostrun_imports_no_road_and_not_the_engine() -> None:
         "ghostrun._intercept",
         "ghostrun._intercept._patch",
         "ghostrun._intercept._guard",
+        "ghostrun._intercept._live",  # the guard's: the hosts it said went live
+        "ghostrun._intercept._at_exit",  # telemetry flushed at exit, after a replay
     )
     code = (
         "import sys, ghostrun\n"

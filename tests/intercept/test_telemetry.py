@@ -148,3 +148,48 @@ def test_the_trace_upload_is_answered_as_openai_answers_it_204_no_body(
         run_agent(provider)
     assert rep.misses == [] and answers
     assert set(answers) == {(204, "No Content", b"", None)}
+
+
+# -- the flush at exit, after the last session closed ----------------------------------------
+
+AT_EXIT = """
+import sys, time
+sys.path.insert(0, sys.argv[4])
+from agents.tracing.processors import default_exporter
+from agents_under_test import agents_runner
+import ghostrun
+
+default_exporter().endpoint = sys.argv[1]
+with ghostrun.session(mode="replay", cassette_dir=sys.argv[2], hosts=["127.0.0.1"], name="t"):
+    print(agents_runner(sys.argv[3]))
+print("session closed", flush=True)
+"""
+
+
+def test_a_trace_flushed_at_exit_after_a_replay_is_answered_locally(
+    provider: ProviderSimulator, tmp_path: Path
+) -> None:
+    """The child replays an agent and exits; openai-agents' atexit flush never goes out."""
+    from agents_under_test import PLAN, agents_runner
+    from helpers import ROOT, run_python
+    from tool_api import ToolApi
+
+    provider.tool_plan = list(PLAN)
+    cassettes = tmp_path / "cassettes"
+    with ghostrun.session(mode="record", cassette_dir=cassettes, hosts=LOOPBACK, name="t"):
+        answer = agents_runner(provider.base_url)  # no key here: nothing is exported
+    provider.stop()
+    with ToolApi() as traces:  # a loopback stand-in for the trace endpoint, counting
+        child = run_python(
+            "-c",
+            AT_EXIT,
+            traces.url(TRACES),
+            str(cassettes),
+            provider.base_url,
+            str(ROOT / "tests"),
+            OPENAI_API_KEY=KEY,  # the exporter exports only with a key
+        )
+        assert child.returncode == 0, child.stderr
+        assert child.stdout.splitlines() == [answer, "session closed"]
+        assert traces.served == 0  # not a single upload, nor a retry
+    assert "Tracing" not in child.stderr, child.stderr  # no failed export, no retries logged

@@ -69,6 +69,7 @@ def test_a_session_shows_what_users_read_and_nothing_of_the_engine() -> None:
         "hosts",
         "ignore_fields",
         "ignore_urls",
+        "tool_hosts",
         "misses",
         "mode",
         "name",

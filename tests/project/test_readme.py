@@ -114,7 +114,9 @@ def test_every_link_in_the_readme_and_the_docs_leads_somewhere() -> None:
 def test_every_python_block_is_run() -> None:
     assert len(PYTHON_BLOCKS) >= 8
     shown_only = [b.id for b in PYTHON_BLOCKS if "no-run" in b.info.split()]
-    assert len(shown_only) <= 4, f"keep the blocks that cannot run to a minimum: {shown_only}"
+    # 6: docs/agents.md's two worked agents need a live provider and tool API; the same
+    # shapes run against the loopback ones in tests/recording/test_tool_hosts.py.
+    assert len(shown_only) <= 6, f"keep the blocks that cannot run to a minimum: {shown_only}"
 
 
 def test_every_toml_block_holds_settings_ghostrun_reads(tmp_path: Path) -> None:
@@ -251,6 +253,10 @@ SKIPPED_BY_DESIGN = {
     "tests/recording/test_trajectory.py",
     "step 2 of 3 of tests/test_agent.py": "checked by tests/recording/test_trajectory.py",
     "tests/test_agent.py::test_refund": "a test id, as the identity rule gives it",
+    "UnlistedHostWarning: ghostrun: in replay mode": "the warning "
+    "tests/intercept/test_unlisted_hosts.py checks",
+    "expected: no tool more than 2 times in a row": "a trajectory failure, checked by "
+    "tests/assertions/test_trajectory_vocabulary.py",
     '{"gpt-4o-mini":': "a price table's shape, read by tests/recording/test_trajectory.py's own",
     "{": "a file format's example (grpc.md, trajectories.md), validated by the tests of its reader",
     "GHOSTRUN_MODE=replay python -m pytest": "a user project's suite and tests/cassettes; the "

@@ -22,6 +22,14 @@ import ghostrun
 from ghostrun._recording import _trajectory
 
 LOOPBACK = ("127.0.0.1",)
+
+
+def first_words(text: str) -> str:
+    """What a trajectory keeps of an answer: its first eight words."""
+    words = text.split()
+    return " ".join(words[:8]) + (" …" if len(words) > 8 else "")
+
+
 TEST = "tests/test_agent.py::test_refund"
 
 
@@ -75,7 +83,8 @@ def test_recording_writes_one_readable_trajectory_that_replay_leaves_unchanged(
     written = path.read_bytes()
     document = orjson.loads(written)
     assert document["version"] == 1 and document["test"] == TEST
-    steps = document["steps"]
+    *steps, last = document["steps"]
+    assert last == {"kind": "answer", "session": 0, "text": first_words(answer)}
     assert [s["method"] for s in steps] == ["POST"] * 3
     assert all(s["endpoint"].endswith("/v1/chat/completions") for s in steps)
     assert [[c["name"] for c in s["tool_calls"]] for s in steps] == [
@@ -176,7 +185,7 @@ def test_a_longer_run_and_a_second_session_of_the_test_are_not_unplayed_steps(
         run(tool_loop, agent_provider, cassette_dir, "record")
     (path,) = trajectory_files(cassette_dir)
     sessions = [s["session"] for s in orjson.loads(path.read_bytes())["steps"]]
-    assert sessions == [0, 0, 0, 1, 1, 1]
+    assert sessions == [0, 0, 0, 0, 1, 1, 1, 1]  # three model steps and the answer, twice
     agent_provider.stop()
     new_process()
     run(tool_loop, agent_provider, cassette_dir, "replay")
@@ -307,7 +316,13 @@ def test_review_shows_the_tokens_a_prompt_change_costs_per_test_and_per_step(
     assert _cli.main(["review", str(before), str(after)]) == 0
     text = capsys.readouterr().out
     old, new = (
-        orjson.loads(next((d / "trajectories").glob("*.json")).read_bytes())["steps"]
+        [
+            step
+            for step in orjson.loads(next((d / "trajectories").glob("*.json")).read_bytes())[
+                "steps"
+            ]
+            if step.get("kind", "model") == "model"
+        ]
         for d in (before, after)
     )
     was, now = (sum(s["tokens"]["in"] for s in steps) for steps in (old, new))
@@ -363,7 +378,8 @@ def test_a_transient_failure_retried_past_is_no_step(
     assert agent_provider.served == 2
     assert ghostrun.expect_trajectory(s).steps == 1
     (path,) = trajectory_files(cassette_dir)
-    assert len(orjson.loads(path.read_bytes())["steps"]) == 1
+    kinds = [s.get("kind", "model") for s in orjson.loads(path.read_bytes())["steps"]]
+    assert kinds == ["model", "answer"]
     new_process()
     with ghostrun.session(mode="replay", cassette_dir=cassette_dir, hosts=LOOPBACK, name=TEST):
         ask()  # one step, as recorded: nothing unplayed

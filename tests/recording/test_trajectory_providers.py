@@ -144,7 +144,8 @@ def test_every_provider_shape_gives_the_tool_call_and_the_tokens(
     assert found.tool_calls == [{"name": TOOL, "arguments": {"order_id": "A123"}}]
     assert found.tokens["in"] > 0 and found.tokens["out"] > 0
     (path,) = (cassette_dir / "trajectories").glob("*.json")
-    (step,) = orjson.loads(path.read_bytes())["steps"]
+    step, answer = orjson.loads(path.read_bytes())["steps"]
+    assert answer == {"kind": "answer", "session": 0, "text": ""}  # it only called a tool
     assert step["tool_calls"] == found.tool_calls
     assert step["tokens"] == found.tokens
     assert step["model"]

@@ -18,7 +18,7 @@ from ..._secrets._scrub import scrub_text
 from ..._store._keys import without_fields
 from ..._store._render import render_body
 from ..._wire._bodies import MODIFIERS
-from .._show import stream_text
+from .._show import stream_calls, stream_text
 
 __all__ = ["answer_diff", "answer_lines", "endpoint_of", "request_diff"]
 
@@ -66,8 +66,9 @@ def answer_lines(response: Any) -> list[str]:
     if kind == "json":
         return head + _json_answer(value)
     if kind in ("sse", "ndjson") and isinstance(value, list):
-        text = stream_text(kind, [str(chunk) for chunk in value])
-        return head + (text.splitlines() if text else [])
+        chunks = [str(chunk) for chunk in value]
+        text, calls = stream_text(kind, chunks), stream_calls(kind, chunks)
+        return head + (text.splitlines() if text else []) + [f"tool call: {c}" for c in calls]
     if kind == "text":
         return head + str(value).splitlines()
     return [*head, f"({kind} body)"]
