@@ -111,6 +111,7 @@ class Session:
         max_age: str | int | None = None,
         on_stale: str | None = None,
         normalize: Any = None,
+        conversation_fields: Iterable[str] | None = None,
     ) -> None:
         if mode is not None:
             parse_mode(mode)  # an invalid mode fails here, where it was written
@@ -133,6 +134,9 @@ class Session:
                 max_age=max_age,
                 on_stale=on_stale,
                 normalize=normalize,
+                conversation_fields=(
+                    None if conversation_fields is None else _strings(conversation_fields)
+                ),
             )
         )
 
@@ -147,6 +151,12 @@ class Session:
     def recorded(self) -> int:
         """Responses (and conversations) sent for real and written."""
         return self._deck.recorded
+
+    @property
+    def rebased(self) -> int:
+        """Rebase mode: requests the recorded step answered, written under their new key
+        (counted in ``replayed`` too)."""
+        return self._deck.counts.rebased
 
     @property
     def passed_through(self) -> int:

@@ -14,14 +14,28 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from .._core._age import max_age_days
-from .._core._config import block_network_default, check_on_stale, resolve_mode, settings
+from .._core._config import (
+    block_network_default,
+    check_on_stale,
+    conversation_fields,
+    resolve_mode,
+    settings,
+)
 from .._core._hosts import PROVIDER_HOSTS, HostMatcher, shared_matcher
 from .._core._modes import Mode
 from .._core._normalize import Normalizer, normalizer
 from .._core._telemetry import TELEMETRY_URLS, UrlList, shared_url_list
 from .._store._keys import split_field_paths
 
-__all__ = ["Arguments", "Redactor", "Settings", "check", "current_test_id", "resolve"]
+__all__ = [
+    "Arguments",
+    "Redactor",
+    "Settings",
+    "check",
+    "conversation_paths",
+    "current_test_id",
+    "resolve",
+]
 
 Redactor = Callable[[dict[str, Any]], dict[str, Any] | None]
 """A session's ``redact=`` hook: edits a cassette entry before it is written, and returns
@@ -43,6 +57,7 @@ class Arguments(NamedTuple):
     max_age: str | int | None = None  # staleness (`_core._age`, docs/staleness.md)
     on_stale: str | None = None  # "warn" (default) or "fail"
     normalize: Any = None  # value shapes left out of the key (`_core._normalize`)
+    conversation_fields: tuple[str, ...] | None = None  # rebase: the user's own (`_conversation`)
 
 
 class Settings(NamedTuple):
@@ -59,6 +74,7 @@ class Settings(NamedTuple):
     normalizer: Normalizer | None
     matcher: HostMatcher  # the provider hosts and the session's own
     telemetry: UrlList  # answered locally, never recorded
+    conversation: tuple[tuple[str, ...], ...] = ()  # rebase: the user's conversation paths
 
 
 def check(arguments: Arguments) -> None:
@@ -68,6 +84,16 @@ def check(arguments: Arguments) -> None:
     if arguments.block_network is None:
         block_network_default()
     split_field_paths(arguments.ignore_fields)
+    conversation_paths(arguments.conversation_fields)
+
+
+def conversation_paths(explicit: tuple[str, ...] | None) -> tuple[tuple[str, ...], ...]:
+    """The user's ``conversation_fields`` in force, split; a bad path names the setting."""
+    fields = conversation_fields(explicit)
+    try:
+        return split_field_paths(fields)
+    except ValueError as exc:
+        raise ValueError(f"conversation_fields: {exc}".replace("ignore_fields ", "")) from None
 
 
 def resolve(arguments: Arguments) -> Settings:
@@ -91,6 +117,7 @@ def resolve(arguments: Arguments) -> Settings:
         normalizer=normalizer(shapes),
         matcher=shared_matcher(PROVIDER_HOSTS + settings.extra_hosts() + arguments.hosts),
         telemetry=shared_url_list(TELEMETRY_URLS + ignored),
+        conversation=conversation_paths(arguments.conversation_fields),
     )
 
 

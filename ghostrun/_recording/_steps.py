@@ -29,7 +29,7 @@ from urllib.parse import unquote, urlsplit
 import orjson
 
 from .._store._cassette import Recording
-from .._store._formats import TokensRecord, ToolCallRecord
+from .._store._formats import ChangedField, TokensRecord, ToolCallRecord
 from .._wire._eventstream import read_frames
 
 __all__ = [
@@ -70,6 +70,8 @@ class Step:
     body: bytes  # the request as sent
     recording: Recording  # the response
     recorded: bool = False  # sent for real and written (else replayed)
+    # rebase: written under its new key from the recorded step (its key, the fields changed)
+    rebased: tuple[str, list[ChangedField]] | None = None
 
     def documents(self) -> list[Any]:
         return response_documents(self.recording)
