@@ -40,13 +40,13 @@ class FieldChange:
     before: str | None
     after: str | None
 
-    def said(self, code: Callable[[str], str]) -> str:
-        """``max_tokens`` 8192 -> 64000, with ``code`` marking up what came from a file."""
+    def said(self, code: Callable[[str], str], value: Callable[[str], str]) -> str:
+        """``max_tokens`` 8192 -> 64000: ``code`` marks up a field, ``value`` its values."""
         if self.before is None:
             return f"{code(f'{self.path}: {self.after}')} (new)"
         if self.after is None:
-            return f"{code(self.path)} dropped (was {code(self.before)})"
-        return f"{code(self.path)} {code(self.before)} -> {code(self.after)}"
+            return f"{code(self.path)} dropped (was {value(self.before)})"
+        return f"{code(self.path)} {value(self.before)} -> {value(self.after)}"
 
 
 def rebased_tests(before: State, after: State) -> list[RebasedTest]:
@@ -96,15 +96,16 @@ def with_rebased(rendered: str, tests: list[RebasedTest], fmt: str) -> str:
         return json.dumps(document, indent=2, ensure_ascii=True) + "\n"
     markdown = fmt == "markdown"
     code = safe.code if markdown else _backticks
+    value = safe.code if markdown else str  # Markdown: a value from a file is only ever code
     shared = [c for c in tests[0].changes if all(c in t.changes for t in tests)]
     head = (
         f"Rebased: {plural(len(tests), 'test')} ({plural(sum(t.steps for t in tests), 'step')}) "
         "replay their recorded answers; the requests changed outside the conversation only"
-        + (": " + ", ".join(c.said(code) for c in shared) if shared else "")
+        + (": " + ", ".join(c.said(code, value) for c in shared) if shared else "")
     )
     lines = [f"### {head}", ""] if markdown else [head]
     for test in tests:
-        own = ", ".join(c.said(code) for c in test.changes if c not in shared)
+        own = ", ".join(c.said(code, value) for c in test.changes if c not in shared)
         name = safe.code(test.name) if markdown else test.name
         lines.append(
             ("- " if markdown else "  ")
