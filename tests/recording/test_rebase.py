@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import socket
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -404,6 +405,17 @@ def test_a_request_made_twice_is_rebased_to_its_answers_in_order(
     assert session.rebased == 2
     steps = trajectory(cassette_dir, "t")
     assert steps[0]["key"] == steps[1]["key"] and [s["response"] for s in steps] == [0, 1]
+
+
+def test_a_rebase_session_is_guarded_like_a_replay_one(
+    provider: ProviderSimulator, cassette_dir: Path
+) -> None:
+    with (
+        pytest.raises(ghostrun.CacheMiss, match="127.0.0.1"),
+        ghostrun.session(mode="rebase", cassette_dir=cassette_dir, hosts=LOOPBACK),
+    ):
+        socket.create_connection((provider.host, provider.port), timeout=5).close()
+    assert provider.served == 0
 
 
 # -- choosing it, and the user's conversation fields -------------------------------------------
