@@ -17,6 +17,7 @@ deck writes the new one (`Deck.plan`).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -30,8 +31,9 @@ from .._store._formats import ChangedField, StepRecord
 from .._store._keys import without_fields
 from .._store._trajectory import load_trajectory, trajectory_path
 from ._conversation import MISSING, Comparison, FieldChange, compare
-from ._miss import _closest, replay_miss
+from ._miss import replay_miss
 from ._request import RequestInfo
+from ._steps import endpoint as endpoint_of
 from ._steps import response_documents, settled, tokens_used
 from ._trajectory import test_identity
 
@@ -41,6 +43,7 @@ if TYPE_CHECKING:
 __all__ = ["Rebased", "Refused", "attempt", "changed_fields", "rebase_miss"]
 
 _SHOWN_VALUE = 80  # characters of a changed value the trajectory keeps
+_MAX_CANDIDATES = 2000  # cassettes looked at for a closest recording (as the miss diff does)
 
 
 @dataclass(frozen=True)
@@ -131,18 +134,60 @@ def _recorded_step(info: RequestInfo, deck: Deck, past_end: bool) -> _Recorded |
         return _step_at(directory, deck.name, step, where)
     if past_end:
         return Refused(("  rebase: no trajectory says which recorded step comes next.",))
-    ignore = deck.settings.ignore
-    closest = _closest(directory, info, deck.stored_request(info).get("body"), ignore)
-    if closest is None:
+    return _closest(info, deck)
+
+
+def _closest(info: RequestInfo, deck: Deck) -> _Recorded | Refused:
+    """Without a trajectory: of the recordings to the same endpoint, one that asks the same
+    question, the test's own first, then the one that differs least; else the nearest miss.
+
+    Unlike the miss diff's closest (by likeness of the bodies), this never takes another
+    question's recording because it looks alike (a sibling test, a step already rebased).
+    """
+    settings = deck.settings
+    body = _comparable(deck.stored_request(info).get("body"), settings.ignore, settings.normalizer)
+    best: tuple[tuple[bool, bool, int, int], Path, Cassette, Comparison] | None = None
+    for path, cassette in _same_endpoint(Path(deck.cassette_dir), info):
+        request = cast(dict[str, Any], cassette.request)
+        recorded = _comparable(request.get("body"), settings.ignore, settings.normalizer)
+        found = compare(
+            (str(request.get("method")), str(request.get("url")), recorded),
+            (info.method, info.url, body),
+            settings.conversation,
+        )
+        own = any(r.get("session") == deck.name for r in cassette.raw_responses)
+        rank = (found.same_question, own, -len(found.conversation), -len(found.changed))
+        if best is None or rank > best[0]:
+            best = (rank, path, cassette, found)
+    if best is None:
         return Refused(("  rebase: no recording to the same endpoint to compare with.",))
-    key = closest[0].stem
-    replies, index = deck.store.read(key)
-    cassette = Cassette.load(closest[0])
-    if not replies or cassette is None:
-        return Refused(("  rebase: the closest recording holds no response.",))
-    request = cast(dict[str, Any], cassette.request)
+    _, path, cassette, _found = best
+    replies, index = deck.store.read(path.stem)
+    if not replies:
+        return Refused((f"  rebase: the closest recording {path.name} holds no response.",))
     reply = replies[min(index, len(replies) - 1)]
-    return _Recorded(key, "the closest recording", request, reply, None)
+    return _Recorded(path.stem, "the closest recording", dict(cassette.request), reply, None)
+
+
+def _same_endpoint(directory: Path, info: RequestInfo) -> Iterator[tuple[Path, Cassette]]:
+    """The cassettes of requests with this method to this endpoint (query aside)."""
+    endpoint = endpoint_of(info.url)
+    needle = endpoint.encode()
+    try:
+        paths = sorted(directory.glob("*.json"))[:_MAX_CANDIDATES]
+    except OSError:
+        return
+    for path in paths:
+        try:
+            if needle not in path.read_bytes():
+                continue
+            cassette = Cassette.load(path)
+        except (OSError, CassetteError, KeyError):
+            continue  # not an HTTP cassette, or damaged: its own replay says what is wrong
+        if cassette is None or cassette.request.get("method") != info.method:
+            continue
+        if endpoint_of(str(cassette.request.get("url"))) == endpoint:
+            yield path, cassette
 
 
 def _is_model_step(step: StepRecord) -> bool:
