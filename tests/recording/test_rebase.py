@@ -12,6 +12,7 @@ misses, naming the field.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import socket
 from collections.abc import Callable, Iterator
@@ -25,6 +26,7 @@ import orjson
 import pytest
 import vcr
 from agents_under_test import PLAN, QUESTION, TOOLS, default_results
+from helpers import ROOT
 from simulator import ProviderSimulator
 
 import ghostrun
@@ -109,6 +111,12 @@ def run_suite(
             answer = test(url, extra)
         out[name] = (s, answer)
     return out
+
+
+def _shaped(text: str) -> str:
+    """Keys and test names made alike, to compare a message with the one a page shows."""
+    text = re.sub(r"\b[0-9a-f]{32}\b", "KEY", text)
+    return re.sub(r"step \d+ of \d+ of \S+", "step N", text)
 
 
 def files(directory: Path) -> dict[str, bytes]:
@@ -203,6 +211,9 @@ def test_a_changed_prompt_still_misses_naming_the_field_and_writes_nothing(
     assert "re-record this test" in message
     assert '+messages[0].content: "You are a terse support agent."' in message  # the step diff
     assert (s.rebased, s.replayed, len(s.misses)) == (0, 0, 1)
+    page = _shaped((ROOT / "docs" / "evolving-a-suite.md").read_text(encoding="utf-8"))
+    said = [line for line in message.splitlines() if line.startswith(("  rebase:", "  The conv"))]
+    assert len(said) == 2 and all(_shaped(line) in page for line in said)  # the page shows it
     assert agent_provider.served == served
     assert files(cassette_dir) == before  # neither a cassette nor the trajectory was written
 
@@ -624,6 +635,9 @@ def test_a_pytest_project_rebases_with_the_flag_and_review_lists_the_rebased_tes
         "  test_app.py::test_order: 1 step\n"
         "  test_app.py::test_refund: 1 step\n"
     ) in shown
+    page = (ROOT / "docs" / "evolving-a-suite.md").read_text(encoding="utf-8")
+    section = shown[shown.index("Rebased: ") :].rstrip("\n")
+    assert f"```text\n{section}\n```" in page  # the page shows this very output
     assert main([*review, str(cassettes), "--format", "json"]) == 0
     document = json.loads(capsys.readouterr().out)
     assert [t["test"] for t in document["rebased"]] == [
