@@ -330,8 +330,8 @@ class Deck:
         recording = found.recording
         if recording.recorded_on is None:  # a recording that kept no day: none is made up
             recording = dataclasses.replace(recording, recorded_on="")
-        if found.old_index is None:  # the closest recording: its cursor moves past it
-            self.store.advance(found.old_key, self.store.read(found.old_key)[1])
+        if found.moves_cursor:  # no trajectory: the old key's run is stepped through
+            self.store.advance(found.old_key, found.old_index)
         try:
             entry = self.redactor.entry(info, recording)
             index = self.store.write(key, entry, False, self.counts.unrecord)

@@ -51,9 +51,10 @@ class Rebased:
     """The recorded step answers the request: replay ``recording``, write it under the new key."""
 
     old_key: str
-    old_index: int | None  # its place in the old key's run (None: a closest recording)
+    old_index: int  # its place in the old key's run
     recording: Recording
     comparison: Comparison
+    moves_cursor: bool  # no trajectory: the session steps through the old key's run itself
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,8 @@ class _Recorded:
     where: str  # how the miss names it: "step 2 of 3 of TEST" or "the closest recording"
     request: dict[str, Any]
     recording: Recording
-    index: int | None
+    index: int
+    moves_cursor: bool = False
 
 
 def attempt(info: RequestInfo, deck: Deck, past_end: bool) -> Rebased | Refused:
@@ -81,29 +83,34 @@ def attempt(info: RequestInfo, deck: Deck, past_end: bool) -> Rebased | Refused:
         return Refused((f"  rebase: the recorded step could not be read ({exc}).",))
     if isinstance(found, Refused):
         return found
-    settings = deck.settings
-    extra, ignore, shapes = settings.conversation, settings.ignore, settings.normalizer
-    recorded_body = _comparable(found.request.get("body"), ignore, shapes)
-    body = _comparable(deck.stored_request(info).get("body"), ignore, shapes)
-    tokens = tokens_used(response_documents(found.recording))
-    comparison = compare(
-        (str(found.request.get("method")), str(found.request.get("url")), recorded_body),
-        (info.method, info.url, body),
-        extra,
-        None if tokens is None else tokens["out"],
-    )
+    comparison = _compared(found, info, deck)
     if comparison.same_question:
-        return Rebased(found.key, found.index, found.recording, comparison)
-    shown = ", ".join(comparison.conversation)
+        return Rebased(found.key, found.index, found.recording, comparison, found.moves_cursor)
     return Refused(
         (
             f"  rebase: not rebased: this request differs from {found.where} "
-            f"({found.key}.json, {comparison.format}) in the conversation: {shown}.",
+            f"({found.key}.json, {comparison.format}) in the conversation: "
+            f"{', '.join(comparison.conversation)}.",
             "  The conversation (what the model is told, the model, the answer's format) "
             "changed, so the recorded answer no longer answers it: re-record this test "
             "(GHOSTRUN_MODE=record), or, if that field is not the conversation for your "
             "app, see docs/evolving-a-suite.md.",
         )
+    )
+
+
+def _compared(found: _Recorded, info: RequestInfo, deck: Deck) -> Comparison:
+    """The recorded request and this one, as the key sees them (`_conversation.compare`)."""
+    settings = deck.settings
+    ignore, shapes = settings.ignore, settings.normalizer
+    recorded_body = _comparable(found.request.get("body"), ignore, shapes)
+    body = _comparable(deck.stored_request(info).get("body"), ignore, shapes)
+    tokens = tokens_used(response_documents(found.recording))
+    return compare(
+        (str(found.request.get("method")), str(found.request.get("url")), recorded_body),
+        (info.method, info.url, body),
+        settings.conversation,
+        None if tokens is None else tokens["out"],
     )
 
 
@@ -132,8 +139,13 @@ def _recorded_step(info: RequestInfo, deck: Deck, past_end: bool) -> _Recorded |
         step = steps[position]
         where = f"step {position + 1} of {len(steps)} of {test}"
         return _step_at(directory, deck.name, step, where)
-    if past_end:
-        return Refused(("  rebase: no trajectory says which recorded step comes next.",))
+    if past_end:  # the same request again: the recording this session rebased it from goes on
+        earlier = next(
+            (s.rebased[0] for s in reversed(deck.steps) if s.key == info.key and s.rebased), None
+        )
+        if earlier is None:
+            return Refused(("  rebase: no trajectory says which recorded step comes next.",))
+        return _at_cursor(directory / f"{earlier}.json", deck, past_end)
     return _closest(info, deck)
 
 
@@ -161,12 +173,21 @@ def _closest(info: RequestInfo, deck: Deck) -> _Recorded | Refused:
             best = (rank, path, cassette, found)
     if best is None:
         return Refused(("  rebase: no recording to the same endpoint to compare with.",))
-    _, path, cassette, _found = best
+    return _at_cursor(best[1], deck, past_end=False)
+
+
+def _at_cursor(path: Path, deck: Deck, past_end: bool) -> _Recorded | Refused:
+    """The response of a recording at the session's cursor in its run (no trajectory says
+    which): a request made again goes on through the run, and stops at its end."""
+    cassette = Cassette.load(path)
     replies, index = deck.store.read(path.stem)
-    if not replies:
+    if cassette is None or not replies:
         return Refused((f"  rebase: the closest recording {path.name} holds no response.",))
-    reply = replies[min(index, len(replies) - 1)]
-    return _Recorded(path.stem, "the closest recording", dict(cassette.request), reply, None)
+    if past_end and index >= len(replies):
+        return Refused((f"  rebase: every response of {path.name} was used.",))
+    at = min(index, len(replies) - 1)
+    request = cast(dict[str, Any], cassette.request)
+    return _Recorded(path.stem, "the closest recording", request, replies[at], at, True)
 
 
 def _same_endpoint(directory: Path, info: RequestInfo) -> Iterator[tuple[Path, Cassette]]:
