@@ -392,6 +392,41 @@ def test_without_a_trajectory_the_closest_recording_answers_and_a_trajectory_is_
     assert new["responses"][0]["recorded_on"] == "2025-01-15"  # max_age still means something
 
 
+def test_a_secret_in_a_changed_field_is_masked_in_the_cassette_and_the_trajectory(
+    provider: ProviderSimulator, cassette_dir: Path, new_process: Callable[[], None]
+) -> None:
+    secret = "sk-" + "proj-" + "Zq8" * 14  # secret-shaped, in a field outside the conversation
+    with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=LOOPBACK, name="t"):
+        greeting(provider.base_url, {})
+    new_process()
+    with ghostrun.session(
+        mode="rebase", cassette_dir=cassette_dir, hosts=LOOPBACK, name="t"
+    ) as session:
+        greeting(provider.base_url, {"user": secret, "metadata": {"api_token": secret}})
+    assert session.rebased == 1
+    written = b"".join(files(cassette_dir).values()).decode()
+    assert secret not in written and KEY not in written
+    (step,) = trajectory(cassette_dir, "t")
+    assert [c["path"] for c in step["changed"]] == ["user", "metadata"]
+
+
+def test_a_cassette_keyed_before_ignore_fields_was_set_is_rebased_to_the_key_it_has_now(
+    provider: ProviderSimulator, cassette_dir: Path, new_process: Callable[[], None]
+) -> None:
+    with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=LOOPBACK, name="t"):
+        answer = greeting(provider.base_url, {"metadata": {"trace_id": "a1"}})
+    served = provider.served
+    ignoring = {"ignore_fields": ["metadata.trace_id"], "hosts": LOOPBACK, "name": "t"}
+    for mode, rebased in (("rebase", 1), ("replay", 0)):
+        new_process()
+        with ghostrun.session(mode=mode, cassette_dir=cassette_dir, **ignoring) as session:
+            assert greeting(provider.base_url, {"metadata": {"trace_id": "b2"}}) == answer
+        assert (session.rebased, session.misses) == (rebased, [])
+    (step,) = trajectory(cassette_dir, "t")
+    assert step["changed"] == []  # nothing differs but what the key now leaves out
+    assert provider.served == served
+
+
 @pytest.mark.parametrize("with_trajectory", [True, False])
 def test_a_request_made_twice_is_rebased_to_its_answers_in_order(
     provider: ProviderSimulator,
