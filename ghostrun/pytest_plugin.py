@@ -180,7 +180,7 @@ def pytest_load_initial_conftests(
         mapping = ", ".join(f"{k} -> {v.value}" for k, v in VCR_ALIASES.items())
         raise pytest.UsageError(
             f"{typed[0]} is pytest-recording's flag; ghostrun's is --ghostrun-mode=MODE "
-            f"(auto, record or replay; vcrpy's {mapping} work too, and 'once' has no "
+            f"(auto, record, replay or rebase; vcrpy's {mapping} work too, and 'once' has no "
             "equivalent: use auto)"
         )
 
