@@ -262,9 +262,10 @@ def compare(
         if old != new:
             why.append("body")
     else:
-        changed = [FieldChange(_shown(p), b, a) for p, b, a in _differences(old, new, ())]
+        changed = []
         patterns = found.conversation + tuple(extra)
         for path, before, after in _differences(old, new, ()):
+            changed.append(FieldChange(_shown(path), before, after))
             if _in_conversation(path, before, after, patterns) or (
                 not found.known and (_holds_text(before) or _holds_text(after))
             ):

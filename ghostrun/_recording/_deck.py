@@ -332,14 +332,15 @@ class Deck:
             recording = dataclasses.replace(recording, recorded_on="")
         if found.moves_cursor:  # no trajectory: the old key's run is stepped through
             self.store.advance(found.old_key, found.old_index)
+        self.counts.rebase(key)
+        defer_secrets(info)
         try:
             entry = self.redactor.entry(info, recording)
             index = self.store.write(key, entry, False, self.counts.unrecord)
         except Exception as exc:  # kept for the exit, as a failed write of a recording is
-            self.write_failed(exc)
-            index = 0
-        self.counts.rebase(key)
-        defer_secrets(info)
+            self.write_failed(exc)  # and the step is no rebased one: its file is not there
+            self.steps.append(Step(info.method, info.url, key, 0, info.body, recording))
+            return recording
         note = (found.old_key, _rebase.changed_fields(found.comparison.changed))
         self.steps.append(Step(info.method, info.url, key, index, info.body, recording, True, note))
         return recording

@@ -31,6 +31,7 @@ from simulator import ProviderSimulator
 
 import ghostrun
 from ghostrun._recording import _trajectory
+from ghostrun._recording._cassettes import Cassettes
 from ghostrun._tools._cli import main
 
 pytest_plugins = ["pytester"]
@@ -425,6 +426,29 @@ def test_a_cassette_keyed_before_ignore_fields_was_set_is_rebased_to_the_key_it_
     (step,) = trajectory(cassette_dir, "t")
     assert step["changed"] == []  # nothing differs but what the key now leaves out
     assert provider.served == served
+
+
+def test_a_rebase_that_cannot_write_hands_the_answer_on_and_fails_at_exit(
+    provider: ProviderSimulator,
+    cassette_dir: Path,
+    new_process: Callable[[], None],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=LOOPBACK, name="t"):
+        answer = greeting(provider.base_url, {})
+    before = files(cassette_dir)
+
+    def full(*args: Any) -> int:
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(Cassettes, "write", full)
+    new_process()
+    with (
+        pytest.raises(OSError, match="No space left"),
+        ghostrun.session(mode="rebase", cassette_dir=cassette_dir, hosts=LOOPBACK, name="t"),
+    ):
+        assert greeting(provider.base_url, UPGRADE) == answer  # not an SDK retry: handed on
+    assert files(cassette_dir) == before  # no trajectory names a cassette that is not there
 
 
 @pytest.mark.parametrize("with_trajectory", [True, False])
