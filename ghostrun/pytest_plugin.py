@@ -6,8 +6,10 @@
   every mode written in code and ``GHOSTRUN_MODE`` too (a flag typed on the
   command line is the most explicit choice), and is exported as
   ``GHOSTRUN_MODE`` for the subprocesses the tests start.
+- ``--ghostrun-rebase``: the suite-wide mode ``rebase`` (``_core._modes``): replay,
+  and re-key what an SDK upgrade changed outside the conversation; never the network.
 - ``--ghostrun-mode MODE``: the same switch by name (``auto``, ``record``,
-  ``replay``, or vcrpy's ``none``, ``new_episodes``, ``all``; see `_modes`).
+  ``replay``, ``rebase``, or vcrpy's ``none``, ``new_episodes``, ``all``; see `_modes`).
 - ``--ghostrun-block-network``: in replay, refuse every non-loopback connection
   (``block_network`` for every session that does not say otherwise; exported as
   ``GHOSTRUN_BLOCK_NETWORK=1``).
@@ -107,11 +109,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "(beats GHOSTRUN_MODE and modes written in code).",
     )
     group.addoption(
+        "--ghostrun-rebase",
+        action="store_true",
+        default=False,
+        help="never touch the network: replay cassettes; a request whose only changes are "
+        "outside the conversation (an SDK upgrade's new field) replays the recorded step and "
+        "is written under its new key, anything else fails as in replay (beats GHOSTRUN_MODE "
+        "and modes written in code).",
+    )
+    group.addoption(
         "--ghostrun-mode",
         metavar="MODE",
         default=None,
-        help="the suite-wide mode by name: auto, record or replay (vcrpy's none, new_episodes "
-        "and all work too); beats GHOSTRUN_MODE and modes written in code.",
+        help="the suite-wide mode by name: auto, record, replay or rebase (vcrpy's none, "
+        "new_episodes and all work too); beats GHOSTRUN_MODE and modes written in code.",
     )
     group.addoption(
         "--ghostrun-block-network",
@@ -179,7 +190,7 @@ def pytest_load_initial_conftests(
         mapping = ", ".join(f"{k} -> {v.value}" for k, v in VCR_ALIASES.items())
         raise pytest.UsageError(
             f"{typed[0]} is pytest-recording's flag; ghostrun's is --ghostrun-mode=MODE "
-            f"(auto, record or replay; vcrpy's {mapping} work too, and 'once' has no "
+            f"(auto, record, replay or rebase; vcrpy's {mapping} work too, and 'once' has no "
             "equivalent: use auto)"
         )
 
@@ -421,6 +432,8 @@ def _suite_mode(config: pytest.Config) -> Mode | None:
         chosen["--ghostrun-record"] = Mode.RECORD
     if config.getoption("ghostrun_replay"):
         chosen["--ghostrun-replay"] = Mode.REPLAY
+    if config.getoption("ghostrun_rebase"):
+        chosen["--ghostrun-rebase"] = Mode.REBASE
     named = config.getoption("ghostrun_mode")
     if named:
         try:

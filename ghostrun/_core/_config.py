@@ -28,6 +28,7 @@ __all__ = [
     "check_on_stale",
     "check_on_unplayed",
     "configure",
+    "conversation_fields",
     "mode_source",
     "resolve_mode",
     "resolve_on_unplayed",
@@ -58,6 +59,7 @@ class Settings:
     max_age: str | int | None = None  # staleness (`_age`); GHOSTRUN_MAX_AGE beats it
     on_stale: Literal["warn", "fail"] | None = None  # what replaying a stale recording does
     normalize: tuple[Any, ...] = ()  # value shapes left out of the key (`_store._normalize`)
+    conversation_fields: tuple[str, ...] | None = None  # rebase: the user's conversation paths
 
     def resolve_cassette_dir(self, explicit: str | os.PathLike[str] | None = None) -> Path:
         if explicit is not None:
@@ -150,6 +152,7 @@ def configure(
     max_age: str | int | None = _UNSET,
     on_stale: Literal["warn", "fail"] | None = _UNSET,
     normalize: Iterable[Any] | str | None = _UNSET,
+    conversation_fields: Iterable[str] | str | None = _UNSET,
 ) -> None:
     """Set suite-wide defaults; pass ``None`` to return one to its default.
 
@@ -161,7 +164,9 @@ def configure(
     ``on_unplayed`` (``"fail"``, ``"warn"``, ``"ignore"``) is what a replayed test
     that used fewer steps than its trajectory does (``GHOSTRUN_ON_UNPLAYED`` beats it).
     ``max_age``, ``on_stale`` and ``normalize`` are the session arguments' defaults
-    (docs/staleness.md, docs/normalize.md).
+    (docs/staleness.md, docs/normalize.md). ``conversation_fields`` (JSON paths in the
+    miss diff's notation) count as the conversation for ``rebase``, beside the built-in
+    ones of each provider format (docs/evolving-a-suite.md).
     """
     _project.forget()  # a configure() call also re-reads the project's table
     if mode is not _UNSET:
@@ -194,6 +199,10 @@ def configure(
         shapes = () if normalize is None else _listed(normalize)
         normalizer(shapes)  # a bad entry fails here, where it was written, and is not kept
         settings.normalize = shapes
+    if conversation_fields is not _UNSET:
+        settings.conversation_fields = (
+            None if conversation_fields is None else _fields(conversation_fields, "configure")
+        )
 
 
 def check_on_unplayed(value: object, where: str = "on_unplayed") -> str:
@@ -228,6 +237,31 @@ def _listed(value: Any) -> tuple[Any, ...]:
     return (value,) if isinstance(value, str | re.Pattern) else tuple(value)
 
 
+def conversation_fields(explicit: Iterable[str] | None = None) -> tuple[str, ...]:
+    """The paths the user adds to the conversation (``rebase``): the session's, else
+    ``configure()``'s, else ``GHOSTRUN_CONVERSATION_FIELDS`` (comma-separated), else the
+    project's ``conversation_fields``; each checked where it was written (`_fields`)."""
+    if explicit is not None:
+        return tuple(explicit)
+    if settings.conversation_fields is not None:
+        return settings.conversation_fields
+    env = os.environ.get("GHOSTRUN_CONVERSATION_FIELDS", "").strip()
+    if env:
+        return _fields(env.split(","), "GHOSTRUN_CONVERSATION_FIELDS")
+    project = _project.current()
+    where = f"conversation_fields in {project.source}"
+    return _fields(project.get("conversation_fields") or (), where)
+
+
+def _fields(value: Any, where: str) -> tuple[str, ...]:
+    """A list of JSON paths (one string is one path). The notation is checked where a
+    session resolves them (``_recording._settings``): this layer does not parse paths."""
+    fields = (value,) if isinstance(value, str) else value
+    if not all(isinstance(f, str) for f in fields):
+        raise ValueError(f"{where}: expected JSON paths as strings, got {value!r}")
+    return tuple(f.strip() for f in fields if f.strip())
+
+
 def _kappa(value: object) -> float:
     """A kappa threshold: a number from -1 to 1."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not -1 <= value <= 1:
@@ -257,14 +291,29 @@ def resolve_mode(code_mode: Mode | str | None = None) -> Mode:
         return settings.mode
     project = _project.current()
     if project.get("mode") is not None:
-        return parse_mode(project.get("mode"), f"mode in {project.source}")
+        return _project_mode(project)
     return Mode.REPLAY if running_on_ci() else Mode.AUTO
+
+
+def _project_mode(project: _project.Project) -> Mode:
+    """The table's mode; never ``rebase``, which writes cassettes and is chosen for one run."""
+    mode = parse_mode(project.get("mode"), f"mode in {project.source}")
+    if mode is Mode.REBASE:
+        raise ValueError(
+            f"mode in {project.source}: 'rebase' is chosen for one run, never by the project's "
+            "table (it would rewrite cassettes on every run): run once with "
+            "GHOSTRUN_MODE=rebase or pytest --ghostrun-rebase"
+        )
+    return mode
 
 
 def mode_source(code_mode: Mode | str | None = None) -> str:
     """Who chose the mode `resolve_mode` gives, in words a miss message can show."""
     if settings.suite_mode is not None:
-        return "chosen by pytest's --ghostrun-record/--ghostrun-replay/--ghostrun-mode"
+        return (
+            "chosen by pytest's --ghostrun-record/--ghostrun-replay/--ghostrun-rebase/"
+            "--ghostrun-mode"
+        )
     if os.environ.get("GHOSTRUN_MODE", "").strip():
         return "chosen by GHOSTRUN_MODE"
     if code_mode is not None:

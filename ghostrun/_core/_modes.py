@@ -35,6 +35,19 @@ class Mode(enum.StrEnum):
     REPLAY = "replay"
     """Never touch the network: replay, or raise ``CacheMiss``."""
 
+    REBASE = "rebase"
+    """Never touch the network: replay; a request with no recording is compared with the
+    recorded step at its place (``_recording._rebase``), and if the two differ only
+    outside the conversation (``_recording._conversation``), the recorded answer is
+    replayed and written under the new request's key; else ``CacheMiss``. For after an
+    SDK upgrade or an import; chosen for one run, never by the project's table."""
+
+    @property
+    def offline(self) -> bool:
+        """Whether the mode never touches the network (``replay``, ``rebase``): the guard
+        holds, and what is not recorded is refused instead of sent."""
+        return self is Mode.REPLAY or self is Mode.REBASE
+
     def __str__(self) -> str:
         return self.value
 

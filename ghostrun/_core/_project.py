@@ -31,6 +31,7 @@ __all__ = ["KEYS", "Project", "ProjectConfigError", "current", "forget"]
 
 KEYS: dict[str, str] = {
     "mode": "the default mode: auto, record or replay (GHOSTRUN_MODE and code beat it)",
+    "conversation_fields": "JSON paths that count as the conversation for rebase, a list",
     "cassette_dir": "where cassettes live, relative to this pyproject.toml",
     "hosts": "extra provider hosts, a list of strings",
     "tool_hosts": "hosts that serve tools, not models (recorded as tool steps), a list of strings",

@@ -36,7 +36,6 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from .._core._exceptions import UnsupportedLibrary
-from .._core._modes import Mode
 from .._store._cassette import Recording, reason_of
 from ._engine import Decoder, Exchange, Tape, decoder, is_stream, route
 from ._once import built, parameters, takes_keyword
@@ -169,7 +168,7 @@ class Middleware:
         # bypass_interception, so it never gets here): not an exchange to record
         if "upgrade" in req.headers:
             # the WebSocket road unhooked: the guard refuses it, as UnsupportedLibrary
-            if deck.mode is Mode.REPLAY and not is_unhooked("aiohttp ws"):
+            if deck.mode.offline and not is_unhooked("aiohttp ws"):
                 raise deck.forbid(f"a WebSocket connection to {url}")
             return await handler(req)
         exchange = Exchange(deck, *_describe(req), await _body_of(req))

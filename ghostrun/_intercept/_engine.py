@@ -196,7 +196,7 @@ class Exchange:
             return Recording(answer[0], list(answer[1]), answer[2])
         recording = self.deck.plan(self.info, self.forced)
         if recording is not None:
-            replayed = self.deck.settings.mode is Mode.REPLAY
+            replayed = self.deck.settings.mode.offline
             self._note(recording.status, recording.headers, replayed)
         return recording
 

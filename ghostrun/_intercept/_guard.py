@@ -174,19 +174,20 @@ def installed() -> bool:
 
 
 def session_entered(deck: Deck) -> None:
-    """A session in replay holds the guard installed while it is open (a `Deck` subscriber)."""
-    if deck.mode is Mode.REPLAY:
+    """A session in replay (or rebase) holds the guard installed while it is open (a `Deck`
+    subscriber)."""
+    if deck.mode.offline:
         acquire()
 
 
 def session_exited(deck: Deck) -> None:
-    if deck.mode is Mode.REPLAY:
+    if deck.mode.offline:
         release()
 
 
 def install_for_suite() -> None:
-    """``import ghostrun`` under ``GHOSTRUN_MODE=replay``: guard the whole process."""
-    if os.environ.get("GHOSTRUN_MODE", "").strip().lower() == Mode.REPLAY.value:
+    """``import ghostrun`` under ``GHOSTRUN_MODE=replay`` (or rebase): guard the whole process."""
+    if os.environ.get("GHOSTRUN_MODE", "").strip().lower() in (Mode.REPLAY, Mode.REBASE):
         acquire()
 
 
@@ -197,7 +198,8 @@ def suite_replays() -> bool:
     provider traffic outside every session is refused as in a replaying session, not sent
     live with no word (DESIGN §2).
     """
-    return suite_mode() is Mode.REPLAY or resolve_mode(None) is Mode.REPLAY
+    forced = suite_mode()
+    return (forced is not None and forced.offline) or resolve_mode(None).offline
 
 
 def _install() -> None:
@@ -446,7 +448,7 @@ def check(host: Any, port: Any, action: str) -> None:
     if deck is not None:
         if _roads.unhooked:
             _refuse_unhooked(deck, host, port, action)
-        if deck.mode is not Mode.REPLAY:
+        if not deck.mode.offline:
             return
         matcher, block = deck.matcher, deck.block_network
     elif suite_replays():

@@ -89,7 +89,7 @@ def open_link(
         player = Player(deck, url, _recorded(deck.cassette_dir, url), (pairs, params))
         if player.handshake is not None:
             return player
-        if deck.mode is Mode.REPLAY:
+        if deck.mode.offline:  # rebase too: a conversation is never rebased
             raise deck.book(_no_recording(deck, url))
     return Recorder(deck, url, pairs, params)
 

@@ -252,7 +252,7 @@ def _prepare(text: str, criterion: str, judge: Any, context: _Context) -> _Job:
         except CassetteError as exc:  # a damaged verdict file fails the test like a miss
             raise _book(context.session, DamagedCassette.of(exc)) from exc
         cached = None if record is None else _from_record(record)
-        if cached is None and context.mode is Mode.REPLAY:
+        if cached is None and context.mode.offline:
             _runlog.verdict_in_test(key, context.cassette_dir, "missed")
             if _skip_when_unavailable():
                 raise _replay_skip(resolved, criterion, path)

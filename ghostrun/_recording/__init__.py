@@ -12,6 +12,8 @@
     _hops         requests a response caused: redirect hops
     _stale        saying that a replay used stale recordings
     _miss         what a replay miss tells the user
+    _conversation what counts as a request's conversation, per provider format (I/O-free)
+    _rebase       rebase: a request with no recording, answered by the recorded step at its place
     _steps        what one model call did: tool calls, tokens, text, prompt (I/O-free)
     _fork         a fork plan (``ghostrun fork``, ``compare``): its branch, what it replays,
                   what it sends changed

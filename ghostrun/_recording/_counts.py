@@ -25,6 +25,7 @@ class Counts:
         "_warned_unlisted",
         "misses",
         "passed_through",
+        "rebased",
         "recorded",
         "replayed",
         "trail",
@@ -36,9 +37,10 @@ class Counts:
         self.replayed = 0
         self.recorded = 0
         self.passed_through = 0
+        self.rebased = 0  # rebase: answered by the recorded step, written under the new key
         self.misses: list[CacheMiss] = []  # every CacheMiss raised in the session, in order
         self.used_keys: set[str] = set()
-        # (key, "replayed" | "recorded" | "missed") in the order requests were made: the
+        # (key, "replayed" | "recorded" | "rebased" | "missed") in the order requests were made: the
         # run log keeps it per test, so `ghostrun review` knows which cassettes are whose.
         self.trail: list[tuple[str, str]] = []
         self._warned_unlisted = False  # the engine's UnlistedHostWarning: once per entry
@@ -59,6 +61,14 @@ class Counts:
             self.used_keys.add(key)
             self.replayed += 1
             self.trail.append((key, "replayed"))
+
+    def rebase(self, key: str) -> None:
+        """A request answered by the recorded step at its place, and written under ``key``."""
+        with self._lock:
+            self.used_keys.add(key)
+            self.replayed += 1
+            self.rebased += 1
+            self.trail.append((key, "rebased"))
 
     def record(self, key: str) -> None:
         """A response sent for real and written."""

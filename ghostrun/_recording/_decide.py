@@ -11,6 +11,10 @@ reads the run before (`_cassettes`) and carries the decision out after.
 | ``record`` | `Send` | `Send` | `Send` |
 | ``auto`` | `Replay` (stale: `Send` from there) | `Send` | `Send` |
 | ``replay`` | `Replay` (stale: noted) | `Replay` the last | `Miss` |
+| ``rebase`` | `Replay` (stale: noted) | `Rebase`, else `Replay` the last | `Rebase`, else `Miss` |
+
+`Rebase` hands the request to ``_rebase``: the recorded step at its place may
+answer it (its conversation unchanged), else the fallback holds.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from .._core._age import is_stale
 from .._core._modes import Mode
 from .._store._cassette import Recording
 
-__all__ = ["MISS", "SEND", "Decision", "Miss", "Replay", "Send", "decide"]
+__all__ = ["MISS", "REBASE", "SEND", "Decision", "Miss", "Rebase", "Replay", "Send", "decide"]
 
 
 class Replay(NamedTuple):
@@ -43,10 +47,19 @@ class Miss(NamedTuple):
     """Replay mode, and nothing recorded to answer with: a `CacheMiss`."""
 
 
-Decision = Replay | Send | Miss
+class Rebase(NamedTuple):
+    """Rebase mode, and the key's run has no response at the cursor: compare the request
+    with the recorded step at its place (``_rebase``); if that cannot answer it, do
+    ``fallback`` (past the run's end: replay its last, as replay would), or miss (None)."""
+
+    fallback: Replay | None = None
+
+
+Decision = Replay | Send | Miss | Rebase
 """Values (named tuples: one is made per request, and a tuple is made fastest)."""
 SEND = Send()
 MISS = Miss()
+REBASE = Rebase()
 
 
 def decide(
@@ -61,13 +74,15 @@ def decide(
     if mode is Mode.RECORD:
         return SEND
     if not replies:
-        return MISS if mode is Mode.REPLAY else SEND
+        return REBASE if mode is Mode.REBASE else MISS if mode is Mode.REPLAY else SEND
     last = len(replies) - 1
-    if index > last and mode is not Mode.REPLAY:
+    if index > last and not mode.offline:
         return SEND  # auto: the run is used up, this one is new
     reply = replies[min(index, last)]
     if max_age is not None and is_stale(reply.recorded_on, max_age, today):
-        if mode is not Mode.REPLAY:
+        if not mode.offline:
             return Send(stale_from=index)
-        return Replay(reply, index, reply.recorded_on)
-    return Replay(reply, index)
+        found = Replay(reply, index, reply.recorded_on)
+    else:
+        found = Replay(reply, index)
+    return Rebase(found) if index > last and mode is Mode.REBASE else found

@@ -18,6 +18,7 @@ open, the run log saves each one's use; this module imports neither.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -36,11 +37,11 @@ from .._core._normalize import Normalizer
 from .._core._telemetry import UrlList
 from .._secrets._memory import defer_secrets
 from .._store._cassette import Recording
-from . import _stale, _trajectory
+from . import _rebase, _stale, _trajectory
 from ._cassettes import Cassettes
 from ._closing import Closing, warn_auth
 from ._counts import Counts
-from ._decide import Miss, Replay, decide
+from ._decide import Miss, Rebase, Replay, decide
 from ._hops import Hops
 from ._miss import forbidden, replay_miss
 from ._redaction import EntryRedactor
@@ -296,6 +297,8 @@ class Deck:
             decision = decide(mode, replies, index, max_age, None if max_age is None else today())
             if isinstance(decision, Replay):
                 return self._replay(info, decision)
+            if isinstance(decision, Rebase):
+                return self._rebase(info, decision)
             if isinstance(decision, Miss):
                 self.counts.miss(key)
                 raise self.book(replay_miss(info, self))
@@ -322,6 +325,39 @@ class Deck:
             return False
         parts = urlsplit(url)
         return tools(parts.hostname or "", parts.port)
+
+    def _rebase(self, info: RequestInfo, decision: Rebase) -> Recording:
+        """Rebase mode: the recorded step at the request's place answers it, if only what
+        lies outside the conversation changed (`_rebase`); it is written under the new key,
+        with its recording day. Else the fallback (replay the run's last), or a miss."""
+        key = info.key
+        found = _rebase.attempt(info, self, past_end=decision.fallback is not None)
+        if isinstance(found, _rebase.Refused):
+            if decision.fallback is not None:
+                return self._replay(info, decision.fallback)
+            self.counts.miss(key)
+            raise self.book(_rebase.rebase_miss(info, self, found))
+        recording = found.recording
+        if recording.recorded_on is None:  # a recording that kept no day: none is made up
+            recording = dataclasses.replace(recording, recorded_on="")
+        if found.moves_cursor:  # no trajectory: the old key's run is stepped through
+            self.store.advance(found.old_key, found.old_index)
+        self.counts.rebase(key)
+        defer_secrets(info)
+        try:
+            entry = self.redactor.entry(info, recording)
+            index = self.store.write(key, entry, False, self.counts.unrecord)
+        except Exception as exc:  # kept for the exit, as a failed write of a recording is
+            self.write_failed(exc)  # and the step is no rebased one: its file is not there
+            tool = self._is_tool(info.url)
+            self.steps.append(Step(info.method, info.url, key, 0, info.body, recording, tool=tool))
+            return recording
+        note = (found.old_key, _rebase.changed_fields(found.comparison.changed))
+        tool = self._is_tool(info.url)
+        self.steps.append(
+            Step(info.method, info.url, key, index, info.body, recording, True, tool, note)
+        )
+        return recording
 
     def commit(self, info: RequestInfo, recording: Recording) -> None:
         """Write a response just received; a retried-past transient failure is replaced.

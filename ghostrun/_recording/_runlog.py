@@ -28,7 +28,8 @@ The file::
              "judge": "<judge identity>" | null, "output": <index in outputs>}
           ],
           "requests": {"replayed": 0, "recorded": 0, "misses": 0},
-          "cassettes": [{"key": "<cassette key>", "how": "replayed" | "recorded" | "missed"}],
+          "cassettes": [{"key": "<cassette key>",
+                         "how": "replayed" | "recorded" | "rebased" | "missed"}],
           "verdicts": [{"key": "<verdict key>", "how": "cached" | "graded" | "missed"}],
           "ignore_fields": ["<the sessions' ignore_fields>", ...]
         }

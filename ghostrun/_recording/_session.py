@@ -112,6 +112,7 @@ class Session:
         on_stale: str | None = None,
         normalize: Any = None,
         tool_hosts: Iterable[str] = (),
+        conversation_fields: Iterable[str] | None = None,
     ) -> None:
         if mode is not None:
             parse_mode(mode)  # an invalid mode fails here, where it was written
@@ -135,6 +136,9 @@ class Session:
                 on_stale=on_stale,
                 normalize=normalize,
                 tool_hosts=_strings(tool_hosts),
+                conversation_fields=(
+                    None if conversation_fields is None else _strings(conversation_fields)
+                ),
             )
         )
 
@@ -149,6 +153,12 @@ class Session:
     def recorded(self) -> int:
         """Responses (and conversations) sent for real and written."""
         return self._deck.recorded
+
+    @property
+    def rebased(self) -> int:
+        """Rebase mode: requests the recorded step answered, written under their new key
+        (counted in ``replayed`` too)."""
+        return self._deck.counts.rebased
 
     @property
     def passed_through(self) -> int:

@@ -14,7 +14,13 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from .._core._age import max_age_days
-from .._core._config import block_network_default, check_on_stale, resolve_mode, settings
+from .._core._config import (
+    block_network_default,
+    check_on_stale,
+    conversation_fields,
+    resolve_mode,
+    settings,
+)
 from .._core._hosts import PROVIDER_HOSTS, HostMatcher, shared_matcher
 from .._core._modes import Mode
 from .._core._normalize import Normalizer, normalizer
@@ -22,7 +28,15 @@ from .._core._telemetry import TELEMETRY_URLS, UrlList, shared_url_list
 from .._store._keys import split_field_paths
 from ._fork import ForkPlan, current_plan
 
-__all__ = ["Arguments", "Redactor", "Settings", "check", "current_test_id", "resolve"]
+__all__ = [
+    "Arguments",
+    "Redactor",
+    "Settings",
+    "check",
+    "conversation_paths",
+    "current_test_id",
+    "resolve",
+]
 
 Redactor = Callable[[dict[str, Any]], dict[str, Any] | None]
 """A session's ``redact=`` hook: edits a cassette entry before it is written, and returns
@@ -45,6 +59,7 @@ class Arguments(NamedTuple):
     on_stale: str | None = None  # "warn" (default) or "fail"
     normalize: Any = None  # value shapes left out of the key (`_core._normalize`)
     tool_hosts: tuple[str, ...] = ()  # hosts that serve tools: recorded, but tool steps
+    conversation_fields: tuple[str, ...] | None = None  # rebase: the user's own (`_conversation`)
 
 
 class Settings(NamedTuple):
@@ -63,6 +78,7 @@ class Settings(NamedTuple):
     tools: HostMatcher  # the tool hosts alone: their exchanges are tool steps (`_steps`)
     telemetry: UrlList  # answered locally, never recorded
     fork: ForkPlan | None = None  # ``ghostrun fork``/``compare``'s plan (`_fork`): a branch
+    conversation: tuple[tuple[str, ...], ...] = ()  # rebase: the user's conversation paths
 
 
 def check(arguments: Arguments) -> None:
@@ -72,6 +88,16 @@ def check(arguments: Arguments) -> None:
     if arguments.block_network is None:
         block_network_default()
     split_field_paths(arguments.ignore_fields)
+    conversation_paths(arguments.conversation_fields)
+
+
+def conversation_paths(explicit: tuple[str, ...] | None) -> tuple[tuple[str, ...], ...]:
+    """The user's ``conversation_fields`` in force, split; a bad path names the setting."""
+    fields = conversation_fields(explicit)
+    try:
+        return split_field_paths(fields)
+    except ValueError as exc:
+        raise ValueError(f"conversation_fields: {exc}".replace("ignore_fields ", "")) from None
 
 
 def resolve(arguments: Arguments) -> Settings:
@@ -103,6 +129,7 @@ def resolve(arguments: Arguments) -> Settings:
         tools=shared_matcher(tool_hosts),
         telemetry=shared_url_list(TELEMETRY_URLS + ignored),
         fork=fork,
+        conversation=conversation_paths(arguments.conversation_fields),
     )
 
 

@@ -29,7 +29,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 import orjson
 
 from .._store._cassette import Recording
-from .._store._formats import TokensRecord, ToolCallRecord
+from .._store._formats import ChangedField, TokensRecord, ToolCallRecord
 from .._wire._eventstream import read_frames
 
 __all__ = [
@@ -79,6 +79,8 @@ class Step:
     recording: Recording  # the response
     recorded: bool = False  # sent for real and written (else replayed)
     tool: bool = False  # a tool host's exchange, not a model call
+    # rebase: written under its new key from the recorded step (its key, the fields changed)
+    rebased: tuple[str, list[ChangedField]] | None = None
 
     def documents(self) -> list[Any]:
         return response_documents(self.recording)

@@ -135,10 +135,12 @@ def session_closed(deck: Deck, failed: bool) -> Exception | None:
     test = test_identity(deck)
     steps = settled(deck.steps)
     recorded_now = any(step.recorded for step in steps)
+    if deck.mode is Mode.REBASE and failed:
+        return None  # a rebase that missed keeps the recorded trajectory: it is re-recorded
     if _tracker.recorded(test, recorded_now):
         _write(deck, test, steps)
         return None
-    if deck.mode is not Mode.REPLAY or failed:
+    if not deck.mode.offline or failed:
         return None
     return _check(deck, test, len(steps))
 
@@ -174,7 +176,7 @@ def step_record(
         return _tool_record(step, session, edits)
     documents = step.documents()
     request = step.request_json()
-    return StepRecord(
+    record = StepRecord(
         session=session,
         method=step.method,
         endpoint=scrub_text(endpoint(step.url), edits=edits),
@@ -185,6 +187,10 @@ def step_record(
         tool_calls=_scrubbed(tool_calls(documents), edits),
         tokens=tokens_used(documents),
     )
+    if step.rebased is not None:  # rebase: which recorded step answers it, and what changed
+        record["rebased_from"] = step.rebased[0]
+        record["changed"] = _scrubbed(step.rebased[1], edits)
+    return record
 
 
 def _tool_record(step: Step, session: int, edits: dict[str, str] | None) -> ToolStep:

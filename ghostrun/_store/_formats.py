@@ -14,7 +14,7 @@ definition their code shares.
     cassette            CassetteFile: RequestRecord, ResponseRecord (BODY: `_bodies.Body`)
     WebSocket cassette  WebSocketFile: ConversationRecord, HandshakeRecord, FrameEvent
     trajectory          TrajectoryFile: StepRecord (model), ToolStep, AnswerStep,
-                        ToolCallRecord, TokensRecord
+                        ToolCallRecord, TokensRecord, ChangedField
     verdict             VerdictFile: DrawRecord
     run log             RunLogFile: RunLogEntry, AssertionRecord, UsedRecord, ...
 """
@@ -32,6 +32,7 @@ __all__ = [
     "Body",
     "CalibrationSummaryFile",
     "CassetteFile",
+    "ChangedField",
     "CloseRecord",
     "ConversationRecord",
     "DrawRecord",
@@ -160,6 +161,15 @@ class ToolCallRecord(TypedDict):
 TokensRecord = TypedDict("TokensRecord", {"in": int, "out": int})
 
 
+class ChangedField(TypedDict):
+    """A field a rebased step's request changed: its path, and both values in short
+    (a side that lacked the field has no value)."""
+
+    path: str
+    before: NotRequired[Any]
+    after: NotRequired[Any]
+
+
 class StepRecord(TypedDict):
     """A model call as the file stores it (a step without ``kind`` is one too)."""
 
@@ -173,6 +183,8 @@ class StepRecord(TypedDict):
     model: str | None
     tool_calls: list[ToolCallRecord]
     tokens: TokensRecord | None
+    rebased_from: NotRequired[str]  # rebase: the key whose recorded answer this step replays
+    changed: NotRequired[list[ChangedField]]  # rebase: the fields outside the conversation
 
 
 ToolTransport = Literal["mcp-stdio", "mcp-http", "http"]

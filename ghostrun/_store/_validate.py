@@ -743,6 +743,10 @@ def _model_step(step: dict[str, Any], where: str) -> None:
         at = _child(_child(where, "tool_calls"), index)
         _str(_required(_object(call, at), "name", at), _child(at, "name"))
     _optional(step, "model", where, _opt_str)
+    _optional(step, "rebased_from", where, _str)
+    for index, change in enumerate(_list(step.get("changed", []), _child(where, "changed"))):
+        at = _child(_child(where, "changed"), index)
+        _str(_required(_object(change, at), "path", at), _child(at, "path"))
     tokens = _required(step, "tokens", where)
     if tokens is not None:
         at = _child(where, "tokens")

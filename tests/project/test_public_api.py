@@ -75,6 +75,7 @@ def test_a_session_shows_what_users_read_and_nothing_of_the_engine() -> None:
         "name",
         "on_unplayed",
         "passed_through",
+        "rebased",
         "recorded",
         "redact",
         "replayed",

@@ -236,6 +236,10 @@ SKIPPED_BY_DESIGN = {
     "pip install -e '.[bench]'": "installs the benchmarks' contenders into the environment",
     "10 rounds; tests per block:": "benchmarks/run.py's output: minutes on a quiet machine",
     "$ ghostrun import tests": "an import's report, as tests/tools/test_import.py checks its lines",
+    "python -m pytest --ghostrun-rebase": "a user project's suite; the flag, and the outputs "
+    "evolving-a-suite.md shows, are checked by tests/recording/test_rebase.py",
+    "Rebased: ": "the review's rebased section, compared with a real review in "
+    "tests/recording/test_rebase.py",
     "skipped exchange 1": "an import's report, as tests/tools/test_import.py checks its lines",
     "AuthFailureWarning: ghostrun: recorded": "the warning "
     "tests/recording/test_auth_failures.py checks",

@@ -1,4 +1,5 @@
-"""The record/replay decision as a pure function: plain data in, `Replay | Send | Miss` out.
+"""The record/replay decision as a pure function: plain data in, `Replay | Send | Miss | Rebase`
+out.
 
 Tables of ``(input, expected)``, as for the match key (`tests/test_keys.py`):
 the mode, the responses of the key's run (None: no cassette), the session's
@@ -11,7 +12,17 @@ from __future__ import annotations
 import pytest
 
 from ghostrun import Mode
-from ghostrun._recording._decide import MISS, SEND, Decision, Miss, Replay, Send, decide
+from ghostrun._recording._decide import (
+    MISS,
+    REBASE,
+    SEND,
+    Decision,
+    Miss,
+    Rebase,
+    Replay,
+    Send,
+    decide,
+)
 from ghostrun._store._cassette import Recording
 
 TODAY = "2026-06-30"
@@ -43,6 +54,14 @@ CASES: list[tuple[Mode, list[Recording] | None, int, Decision]] = [
     (Mode.REPLAY, ONE, 3, Replay(FRESH, 3)),
     (Mode.REPLAY, TWO, 1, Replay(FRESH2, 1)),
     (Mode.REPLAY, TWO, 5, Replay(FRESH2, 5)),
+    # rebase: replayed while the run lasts; past its end or with nothing, the recorded step
+    # at the request's place is asked first (else: replay's last, or a miss)
+    (Mode.REBASE, None, 0, REBASE),
+    (Mode.REBASE, [], 0, REBASE),
+    (Mode.REBASE, ONE, 0, Replay(FRESH, 0)),
+    (Mode.REBASE, TWO, 1, Replay(FRESH2, 1)),
+    (Mode.REBASE, ONE, 1, Rebase(Replay(FRESH, 1))),
+    (Mode.REBASE, TWO, 5, Rebase(Replay(FRESH2, 5))),
 ]
 
 
@@ -68,6 +87,9 @@ STALE_CASES: list[tuple[Mode, list[Recording] | None, int, Decision]] = [
     (Mode.REPLAY, [FRESH, OLD], 4, Replay(OLD, 4, stale_on="2026-01-01")),
     (Mode.REPLAY, [UNDATED], 0, Replay(UNDATED, 0)),
     (Mode.REPLAY, None, 0, MISS),
+    # rebase: as replay, never re-recorded
+    (Mode.REBASE, [OLD], 0, Replay(OLD, 0, stale_on="2026-01-01")),
+    (Mode.REBASE, [OLD], 2, Rebase(Replay(OLD, 2, stale_on="2026-01-01"))),
     # record: never reads the run, so never stale
     (Mode.RECORD, [OLD], 0, SEND),
 ]
@@ -86,12 +108,12 @@ def test_the_limit_is_counted_in_whole_days_from_the_date_given() -> None:
     assert decide(Mode.AUTO, [OLD], 0, 179, "2026-01-02") == Replay(OLD, 0)
 
 
-def test_the_decision_is_one_of_three_values_and_changes_nothing() -> None:
+def test_the_decision_is_one_of_four_values_and_changes_nothing() -> None:
     replies = [FRESH, OLD]
     before = list(replies)
     for mode in Mode:
         for index in range(4):
             decision = decide(mode, replies, index, 90, TODAY)
-            assert isinstance(decision, Replay | Send | Miss)
+            assert isinstance(decision, Replay | Send | Miss | Rebase)
     assert replies == before
     assert isinstance(MISS, Miss) and isinstance(SEND, Send) and SEND.stale_from is None

@@ -10,6 +10,7 @@ from .._branches import BranchError, branch_dir
 from .._review._branch import FORMATS as BRANCH_FORMATS
 from .._review._branch import branch_review, render_branch
 from .._review._compare import review
+from .._review._rebased import rebased_tests, with_rebased
 from .._review._render import FORMATS, render
 from .._review._states import ReviewError, State, state_from_dir, state_from_git
 from ._args import PRICES_HELP, Subparsers, UsageError, add_command, cassette_dir, prices
@@ -63,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     except ReviewError as exc:
         raise UsageError(str(exc)) from None
     found = review(before, after, prices(args))
-    out(render(found, args.format))
+    out(with_rebased(render(found, args.format), rebased_tests(before, after), args.format))
     return 1 if found.regressions else 0
 
 

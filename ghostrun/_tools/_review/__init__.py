@@ -4,6 +4,7 @@
     _compare      the review: each new cassette paired with the one it replaced, per test
     _answers      a request and its answers as a reviewer reads them, and their diffs
     _verdicts     the judged assertions whose verdict changed
+    _rebased      the tests a rebase run re-keyed, apart, the fields that changed said once
     _render       the review as text, Markdown or JSON
     _branch       ``review --branch``: a branch (``fork``, ``compare``) against the recording
 
