@@ -20,14 +20,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeGuard, cast
 
 import orjson
 
 from .._core._exceptions import CacheMiss, CassetteError
 from .._secrets._scrub import scrub_text
 from .._store._cassette import Cassette, Recording, read_run
-from .._store._formats import ChangedField, StepRecord
+from .._store._formats import AnyStep, ChangedField, StepRecord
 from .._store._keys import without_fields
 from .._store._trajectory import load_trajectory, trajectory_path
 from ._conversation import MISSING, Comparison, FieldChange, compare
@@ -131,7 +131,7 @@ def _recorded_step(info: RequestInfo, deck: Deck, past_end: bool) -> _Recorded |
         if s["session"] == deck.session_index and _is_model_step(s)
     ]
     if steps:
-        position = len(settled(deck.steps))
+        position = len([s for s in settled(deck.steps) if not s.tool])  # model calls only
         if position >= len(steps):
             return Refused(
                 (f"  rebase: its trajectory recorded {len(steps)} steps only: nothing to compare.",)
@@ -211,9 +211,9 @@ def _same_endpoint(directory: Path, info: RequestInfo) -> Iterator[tuple[Path, C
             yield path, cassette
 
 
-def _is_model_step(step: StepRecord) -> bool:
+def _is_model_step(step: AnyStep) -> TypeGuard[StepRecord]:
     """Steps of other kinds (tool calls, answers) are not model calls to compare with."""
-    return bool(cast(dict[str, Any], step).get("kind", "model") == "model")
+    return step.get("kind", "model") == "model"
 
 
 def _step_at(

@@ -130,9 +130,10 @@ def files(directory: Path) -> dict[str, bytes]:
 
 
 def trajectory(directory: Path, test: str) -> list[dict[str, Any]]:
+    """The model steps of a test's trajectory (the steps a rebase compares with)."""
     path = _trajectory.trajectory_path(directory, test)
     steps: list[dict[str, Any]] = orjson.loads(path.read_bytes())["steps"]
-    return steps
+    return [step for step in steps if step.get("kind", "model") == "model"]
 
 
 # -- openai chat, end to end -----------------------------------------------------------------
