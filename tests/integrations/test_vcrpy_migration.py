@@ -162,7 +162,9 @@ def test_a_drifted_vcrpy_suite_passes_offline_after_one_rebase_run(
     rebased = pytester.runpytest_subprocess(*not_theirs, "--ghostrun-rebase")
     rebased.assert_outcomes(passed=3, failed=1)
     rebased.stdout.fnmatch_lines(["FAILED tests/test_app.py::test_installed_version*"])
-    rebased.stdout.fnmatch_lines(["*llm 0.19*", "*llm 0.27*"])  # the field's diff
+    rebased.stdout.fnmatch_lines(  # the field's diff, and why it was not rebased
+        ['*+messages[2].content: "llm 0.27"*', "*not rebased*conversation: messages[2].content*"]
+    )
     assert provider.served == recorded
     after_rebase = _listing(root)
 
