@@ -31,20 +31,33 @@ from typing import Any
 import orjson
 
 from .._recording._deck import Deck
+from .._recording._session import current_deck
 from .._store._grpcreply import Reply, decode_reply, encode_reply, http_status, kept_metadata
 from .._wire._protobuf import message_json, message_of
 from ._engine import Exchange, route
 
-__all__ = ["GrpcCall", "Reply", "deck_for", "serialise"]
+__all__ = ["GrpcCall", "Reply", "Route", "deck_for", "serialise"]
 
 _SCHEME = "grpc"
 
 
-def deck_for(address: tuple[str, int] | None, method: str) -> Deck | None:
-    """The deck that answers a call to ``address`` (host, port), or None: pass it through."""
-    if address is None:
+Route = tuple[Deck, tuple[str, int]]  # the deck answering a call, and the address it is keyed by
+
+
+def deck_for(addresses: Sequence[tuple[str, int]], method: str) -> Route | None:
+    """The deck that answers a call to a target reaching ``addresses``, and the address its
+    key names; None: pass it through.
+
+    The address is the first one the governing session lists (a target may list several,
+    ``ipv4:a:p,b:p``, and gRPC may dial any of them), else the first.
+    """
+    if not addresses:
         return None
-    return route(address[0], address[1], f"{_SCHEME}://{address[0]}{method}")
+    deck = current_deck()
+    listed = [a for a in addresses if deck is not None and deck.settings.matcher(*a)]
+    host, port = (listed or addresses)[0]
+    found = route(host, port, f"{_SCHEME}://{host}{method}")
+    return None if found is None else (found, (host, port))
 
 
 def serialise(requests: Sequence[Any], serializer: Callable[[Any], bytes] | None) -> list[bytes]:

@@ -78,6 +78,7 @@ from .._core._modes import Mode
 from .._recording._deck import Deck
 from .._recording._session import _bypass, current_deck
 from . import _patch as _roads
+from ._grpctarget import UnreadableTarget, is_ip, read_target
 from ._patch import (
     Change,
     LateImports,
@@ -93,7 +94,8 @@ from ._patch import (
 __all__ = [
     "acquire",
     "check",
-    "grpc_address",
+    "check_target",
+    "grpc_addresses",
     "install_for_suite",
     "installed",
     "is_loopback",
@@ -355,9 +357,7 @@ def _guard_loop_lookup(original: Callable[..., Any]) -> Callable[..., Any]:
 def _guard_channel(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def channel(target: Any, *args: Any, **kwargs: Any) -> Any:
-        address = grpc_address(_text(target))
-        if address is not None and not any(serves(*address) for serves in _channel_servers):
-            check(*address, "open a gRPC channel to")
+        check_target(_text(target), "open a gRPC channel to", served=True)
         return original(target, *args, **kwargs)
 
     return channel
@@ -378,23 +378,23 @@ def _grpc_callables() -> list[Any]:
 def _guard_call(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-        address = _callable_address(self)
-        if address is not None:
-            check(*address, _STUB_CALL)
+        target = _callable_target(self)
+        if target is not None:
+            check_target(target, _STUB_CALL, served=False)
         return original(self, *args, **kwargs)
 
     return call
 
 
-def _callable_address(callable_: Any) -> tuple[str, int] | None:
-    """The host and port a grpc multi-callable calls (sync: its ``_target``; aio: its
-    C channel's ``target``), or None if this grpc does not say."""
+def _callable_target(callable_: Any) -> str | None:
+    """The target a grpc multi-callable calls (sync: its ``_target``; aio: its C channel's
+    ``target``), or None if this grpc does not say."""
     target = getattr(callable_, "_target", None)
     if target is None:
         target = getattr(getattr(callable_, "_channel", None), "target", None)
     if target is None or callable(target):
         return None
-    return grpc_address(_text(target))
+    return _text(target)
 
 
 def serve_channels(serves: Callable[[str, int], bool]) -> Restore:
@@ -407,28 +407,67 @@ def serve_channels(serves: Callable[[str, int], bool]) -> Restore:
     return replace((sys.modules[__name__], "_channel_servers", (*_channel_servers, serves)))
 
 
-def grpc_address(target: str) -> tuple[str, int] | None:
-    """Host and port of a grpc target (``host:port``, ``dns:///host:port``, ``ipv4:...``)."""
-    scheme, _sep, rest = target.partition(":")
-    if scheme in ("unix", "unix-abstract", "vsock"):
-        return None
-    if scheme == "dns":
-        rest = rest[2:].partition("/")[2] if rest.startswith("//") else rest
-    elif scheme in ("ipv4", "ipv6"):
-        rest = rest.split(",")[0]
-    else:
-        rest = target
-    if rest.startswith("["):  # [::1]:50051
-        host, _sep, tail = rest[1:].partition("]")
-        port = tail[1:]
-    elif rest.count(":") == 1:
-        host, port = rest.split(":")
-    else:  # a host alone, or a bare IPv6 address
-        host, port = rest, ""
-    return host, int(port) if port.isdigit() else 443  # grpc's default port
+def grpc_addresses(target: str) -> tuple[tuple[str, int], ...]:
+    """Every (host, port) a grpc target reaches (`_grpctarget`); none if it cannot be read."""
+    try:
+        return read_target(target).addresses
+    except UnreadableTarget:
+        return ()
 
 
-_grpc_address = grpc_address  # its name before the grpc road shared it
+def check_target(text: str, action: str, *, served: bool) -> None:
+    """Raise `CacheMiss` if the guard refuses ``action`` on the gRPC target ``text``.
+
+    Judged by every address gRPC would dial (`_grpctarget.read_target`), a name
+    also by the addresses it resolves to; a target that cannot be read for
+    certain is refused (fail closed). ``served``: a channel whose calls a road
+    answers (it never connects) is let through.
+    """
+    if _bypass.get():
+        return
+    deck = current_deck()
+    judge = _judge(deck)
+    if judge is None:
+        return
+    try:
+        target = read_target(text)
+    except UnreadableTarget as error:
+        raise _refuse(deck, _unreadable_miss(deck, text, str(error), action)) from error
+    if served and any(serves(*a) for a in target.addresses for serves in _channel_servers):
+        return
+    reaching = f"{action} target {text!r}, which reaches"
+    for host, port in target.addresses:
+        check(host, port, reaching)
+        try:
+            found = _resolved(host, judge[0])
+        except OSError as error:
+            why = f"{host!r} does not resolve here ({error}); gRPC may resolve it later"
+            raise _refuse(deck, _unreadable_miss(deck, text, why, action)) from error
+        for address in found:
+            check(address, port, f"{action} target {text!r}, whose {host} resolves to")
+
+
+def _resolved(host: str, matcher: HostMatcher) -> list[str]:
+    """The addresses the name ``host`` resolves to, where a listed host is an address.
+
+    gRPC resolves a name in C (c-ares: ``/etc/hosts``, DNS, and every
+    ``*.localhost`` as loopback), where the socket hooks never see it: a name in
+    ``/etc/hosts`` reaches a listed ``127.0.0.1`` under another name. Raises
+    `OSError` if the name does not resolve here (the caller refuses it).
+    """
+    if _is_ip(host) or not any(_is_ip(name) for name, _port in matcher.patterns):
+        return []
+    if host_name(host).endswith(".localhost"):
+        return ["127.0.0.1", "::1"]
+    socket = sys.modules.get(_SOCKET) or importlib.import_module(_SOCKET)
+    return sorted(
+        {str(info[4][0]) for info in socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)}
+    )
+
+
+def _is_ip(name: str) -> bool:
+    """An IP address, or ``localhost`` (`host_name`'s one name for loopback)."""
+    return name == "localhost" or is_ip(name)
 
 
 # -- the decision --------------------------------------------------------------------
@@ -439,21 +478,26 @@ def check(host: Any, port: Any, action: str) -> None:
     if _bypass.get():
         return
     deck = current_deck()
-    if deck is not None:
-        if _roads.unhooked:
-            _refuse_unhooked(deck, host, port, action)
-        if deck.mode is not Mode.REPLAY:
-            return
-        matcher, block = deck.matcher, deck.block_network
-    elif suite_replays():
-        matcher, block = _suite_matcher(), block_network_default()
-    else:
+    if deck is not None and _roads.unhooked:
+        _refuse_unhooked(deck, host, port, action)
+    judge = _judge(deck)
+    if judge is None:
         return
+    matcher, block = judge
     name, number = _text(host), _port(port)
     if matcher(name, number) or (deck is not None and deck.hops.caused(name)):
         raise _refuse(deck, _provider_miss(deck, name, number, action))
     if block and not is_loopback(name):
         raise _refuse(deck, _blocked_miss(deck, name, number, action))
+
+
+def _judge(deck: Deck | None) -> tuple[HostMatcher, bool] | None:
+    """The hosts refused and whether ``block_network`` holds; None when nothing is guarded."""
+    if deck is not None:
+        return None if deck.mode is not Mode.REPLAY else (deck.matcher, deck.block_network)
+    if suite_replays():
+        return _suite_matcher(), block_network_default()
+    return None
 
 
 def _refuse_unhooked(deck: Deck, host: Any, port: Any, action: str) -> None:
@@ -477,6 +521,20 @@ def _refuse_unhooked(deck: Deck, host: Any, port: Any, action: str) -> None:
                     ]
                 )
             ) from error
+
+
+def _unreadable_miss(deck: Deck | None, target: str, why: str, action: str) -> str:
+    return "\n".join(
+        [
+            f"ghostrun: replay mode never touches the network, and {_caller()} tried to "
+            f"{action} target {target!r}, which ghostrun cannot read for certain as gRPC "
+            f"does ({why}), {_governed(deck)}.",
+            "  gRPC connects below Python's socket module, so its target is all the guard can "
+            "judge, and a target it cannot judge is refused before any byte is sent.",
+            "  To fix it: write the target as host:port, dns:///host:port or "
+            "ipv4:address:port (docs/grpc.md, which targets are read).",
+        ]
+    )
 
 
 def _stack() -> list[tuple[str, str]]:
