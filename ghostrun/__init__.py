@@ -80,7 +80,8 @@ _deck.subscribe(entering=_guard.session_entered, exiting=_guard.session_exited)
 _patch.on_unhooked(_guard.acquire, _guard.release)  # an unhooked road refuses, in every mode
 _deck.subscribe(closed=_runlog.session_closed)
 
-if _os.environ.get("GHOSTRUN_MODE"):  # replay guards the whole process (see _guard)
+# A suite-wide replay, or a replay run that started this process, guards it whole (_guard).
+if _os.environ.get("GHOSTRUN_MODE") or _os.environ.get("GHOSTRUN_REPLAY_PARENT"):
     _guard.install_for_suite()
 
 

@@ -45,8 +45,10 @@ version, the missing hook and the supported versions.
 Installed reference-counted (`acquire`/`release`): by every open session in
 ``replay``, by the roads while one of them is unhooked (`_patch.on_unhooked`),
 by the pytest plugin for the whole run when the suite-wide mode is ``replay``,
-and by ``import ghostrun`` when ``GHOSTRUN_MODE=replay`` is set
-(`install_for_suite`). A hooked module not imported yet is patched the moment
+and by ``import ghostrun`` when the suite-wide mode is ``replay`` or a replay
+run started this process (`install_for_suite`). Each of these but an unhooked
+road is a replay run, whose children are replay runs (`replay_run_started`,
+`_core._children`). A hooked module not imported yet is patched the moment
 it is imported (`_patch.LateImports`, which the roads use too), so
 ``import ghostrun`` never imports ``socket`` or ``asyncio`` itself. The last
 release restores the exact original functions.
@@ -58,13 +60,13 @@ import contextlib
 import contextvars
 import functools
 import importlib
-import os
 import sys
 import threading
 from collections.abc import Callable
 from types import FrameType, ModuleType
 from typing import Any
 
+from .._core import _children
 from .._core._config import (
     block_network_default,
     mode_source,
@@ -100,6 +102,8 @@ __all__ = [
     "installed",
     "is_loopback",
     "release",
+    "replay_run_ended",
+    "replay_run_started",
     "serve_channels",
     "session_entered",
     "session_exited",
@@ -177,18 +181,35 @@ def installed() -> bool:
 def session_entered(deck: Deck) -> None:
     """A session in replay holds the guard installed while it is open (a `Deck` subscriber)."""
     if deck.mode is Mode.REPLAY:
-        acquire()
+        replay_run_started(deck.arguments.hosts)
 
 
 def session_exited(deck: Deck) -> None:
     if deck.mode is Mode.REPLAY:
-        release()
+        replay_run_ended(deck.arguments.hosts)
+
+
+def replay_run_started(hosts: tuple[str, ...] = ()) -> None:
+    """A replay run (a session, the pytest run, the process) holds the guard, and marks the
+    children it starts as replay runs refusing ``hosts`` too (`_core._children`)."""
+    acquire()
+    _children.started(tuple(hosts))
+
+
+def replay_run_ended(hosts: tuple[str, ...] = ()) -> None:
+    _children.ended(tuple(hosts))
+    release()
 
 
 def install_for_suite() -> None:
-    """``import ghostrun`` under ``GHOSTRUN_MODE=replay``: guard the whole process."""
-    if os.environ.get("GHOSTRUN_MODE", "").strip().lower() == Mode.REPLAY.value:
-        acquire()
+    """``import ghostrun`` under a suite-wide ``replay`` (``GHOSTRUN_MODE`` in any of its
+    spellings, or a replay run that started this process): guard the whole process."""
+    try:
+        replays = suite_mode() is Mode.REPLAY
+    except ValueError:  # an invalid GHOSTRUN_MODE: the first session says so
+        replays = False
+    if replays:
+        replay_run_started()
 
 
 def suite_replays() -> bool:
@@ -720,10 +741,7 @@ def _governed(deck: Deck | None) -> str:
                 "a test that calls a provider needs a session (the ghostrun marker, the "
                 "ghostrun_session fixture, TestCaseMixin or `with ghostrun.session()`)"
             )
-        return (
-            "outside any session, with the suite-wide mode replay "
-            "(GHOSTRUN_MODE=replay or --ghostrun-replay)"
-        )
+        return f"outside any session, with the suite-wide mode replay ({mode_source()})"
     return f"in session {deck.name or '(unnamed)'}"
 
 
