@@ -129,7 +129,7 @@ class _AioCallable:
         )
         reply = call.replay()
         if reply is not None:
-            return reply, self._parse(reply)
+            return reply, call.parsed(reply, self._parse)
         if self.stream_out:  # recorded as the code reads it, handed on message by message
             with call.sending():
                 stream = self._raw_callable()(_request(raw, self.stream_in), *args, **kwargs)

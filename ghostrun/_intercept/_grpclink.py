@@ -26,10 +26,12 @@ from __future__ import annotations
 import base64
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
+from pathlib import Path
 from typing import Any
 
 import orjson
 
+from .._core._exceptions import CassetteError
 from .._recording._deck import Deck
 from .._recording._session import current_deck
 from .._store._grpcreply import Reply, decode_reply, encode_reply, http_status, kept_metadata
@@ -99,8 +101,28 @@ class GrpcCall:
         recording = self.exchange.replay()
         if recording is None:
             return None
-        path = self.exchange.deck.cassette_dir / f"{self.exchange.info.key}.json"
-        return decode_reply(recording.headers, recording.body, path)
+        try:
+            return decode_reply(recording.headers, recording.body, self._path())
+        except CassetteError as error:  # a miss, as HTTP's: no ``except Exception`` hides it
+            raise self.exchange.deck.damaged(error) from error
+
+    def parsed(self, reply: Reply, parse: Callable[[Reply], list[Any]]) -> list[Any]:
+        """A replayed reply's messages as the SDK's deserialiser reads them (``parse``).
+
+        A message it cannot read came from a damaged cassette: a `DamagedCassette`,
+        not the deserialiser's own error, which an app's ``except Exception`` would take.
+        """
+        try:
+            return parse(reply)
+        except Exception as exc:
+            error = CassetteError(
+                f"corrupt cassette {self._path()}: bad gRPC response field body.messages: "
+                f"{self.method} cannot read it ({type(exc).__name__}: {exc})"
+            )
+            raise self.exchange.deck.damaged(error) from exc
+
+    def _path(self) -> Path:
+        return self.exchange.deck.cassette_dir / f"{self.exchange.info.key}.json"
 
     def sending(self) -> AbstractContextManager[None]:
         """Wrap the real call in it (an intercepted library below passes through)."""
