@@ -32,15 +32,15 @@ No I/O here: the reader is pure, and cached.
 from __future__ import annotations
 
 import functools
-import ipaddress
-import re
-from dataclasses import dataclass
-from urllib.parse import unquote_to_bytes
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    import ipaddress
 
 __all__ = ["GrpcTarget", "UnreadableTarget", "is_ip", "read_target"]
 
-_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
-_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+_SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 _LOCAL = frozenset({"unix", "unix-abstract", "vsock"})  # no TCP address
 _ELSEWHERE = frozenset({"xds", "google-c2p", "c2p"})  # addresses from a control plane
 _LISTS = frozenset({"ipv4", "ipv6"})
@@ -53,8 +53,7 @@ class UnreadableTarget(ValueError):
     """A target whose addresses ghostrun cannot name for certain; the message says why."""
 
 
-@dataclass(frozen=True)
-class GrpcTarget:
+class GrpcTarget(NamedTuple):
     """What a target reaches: ``addresses`` (host, port), every one gRPC may dial."""
 
     text: str
@@ -98,7 +97,7 @@ def _resolver_uri(text: str) -> tuple[str, str, str]:
 def _uri(text: str) -> tuple[str, str, str] | None:
     """``scheme:[//authority]path``, None if ``text`` has no valid scheme."""
     scheme, colon, rest = text.partition(":")
-    if not colon or not _SCHEME.fullmatch(scheme):
+    if not colon or not scheme[:1].isalpha() or not _SCHEME_CHARS.issuperset(scheme):
         return None
     if "?" in rest or "#" in rest:  # gRPC reads and drops them: not for certain here
         raise UnreadableTarget("it has a query or fragment")
@@ -111,7 +110,11 @@ def _uri(text: str) -> tuple[str, str, str] | None:
 
 def _decoded(part: str) -> str:
     """Percent-decoded byte for byte, as gRPC does (an invalid escape stays as written)."""
-    return unquote_to_bytes(part).decode("latin-1") if "%" in part else part
+    if "%" not in part:
+        return part
+    from urllib.parse import unquote_to_bytes  # lazily: ``import ghostrun`` loads this module
+
+    return unquote_to_bytes(part).decode("latin-1")
 
 
 def _address_list(scheme: str, path: str) -> tuple[Address, ...]:
@@ -120,7 +123,7 @@ def _address_list(scheme: str, path: str) -> tuple[Address, ...]:
         if not item:
             continue  # gRPC skips empty entries
         host, port = _host_port(item.removeprefix("/"), None)
-        version = ipaddress.ip_address(host).version if is_ip(host) else 0
+        version = _address(host).version if is_ip(host) else 0
         if version != (4 if scheme == "ipv4" else 6):
             raise UnreadableTarget(f"{item!r} is not an {scheme} address")
         found.append((host, port))
@@ -149,7 +152,7 @@ def _host(host: str) -> str:
         if not is_ip(address):
             raise UnreadableTarget(f"{host!r} is not an IPv6 address")
         return address
-    if not _NAME.fullmatch(host):
+    if not host or not _NAME_CHARS.issuperset(host):
         raise UnreadableTarget(f"{host!r} is not a host name or address")
     return host
 
@@ -167,7 +170,13 @@ def _port(port: str | None, default_port: int | None) -> int:
 def is_ip(host: str) -> bool:
     """An IP address (an IPv6 one with or without its zone)."""
     try:
-        ipaddress.ip_address(host.partition("%")[0])
+        _address(host.partition("%")[0])
     except ValueError:
         return False
     return True
+
+
+def _address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    import ipaddress  # lazily: ``import ghostrun`` loads this module (the guard reads targets)
+
+    return ipaddress.ip_address(host)

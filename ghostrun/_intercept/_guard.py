@@ -80,7 +80,6 @@ from .._core._modes import Mode
 from .._recording._deck import Deck
 from .._recording._session import _bypass, current_deck
 from . import _patch as _roads
-from ._grpctarget import UnreadableTarget, is_ip, read_target
 from ._patch import (
     Change,
     LateImports,
@@ -431,9 +430,10 @@ def serve_channels(serves: Callable[[str, int], bool]) -> Restore:
 def grpc_addresses(target: str) -> tuple[tuple[str, int], ...]:
     """Every (host, port) a grpc target reaches (`_grpctarget`); none if it cannot be read."""
     try:
-        return read_target(target).addresses
-    except UnreadableTarget:
+        addresses: tuple[tuple[str, int], ...] = _targets().read_target(target).addresses
+    except _targets().UnreadableTarget:
         return ()
+    return addresses
 
 
 def check_target(text: str, action: str, *, served: bool) -> None:
@@ -451,8 +451,8 @@ def check_target(text: str, action: str, *, served: bool) -> None:
     if judge is None:
         return
     try:
-        target = read_target(text)
-    except UnreadableTarget as error:
+        target = _targets().read_target(text)
+    except _targets().UnreadableTarget as error:
         raise _refuse(deck, _unreadable_miss(deck, text, str(error), action)) from error
     if served and any(serves(*a) for a in target.addresses for serves in _channel_servers):
         return
@@ -488,7 +488,13 @@ def _resolved(host: str, matcher: HostMatcher) -> list[str]:
 
 def _is_ip(name: str) -> bool:
     """An IP address, or ``localhost`` (`host_name`'s one name for loopback)."""
-    return name == "localhost" or is_ip(name)
+    return name == "localhost" or bool(_targets().is_ip(name))
+
+
+def _targets() -> ModuleType:
+    """`_grpctarget`, loaded with the first gRPC target read: ``import ghostrun`` (which
+    loads this module) never pays for it, as a road's module is loaded when it installs."""
+    return importlib.import_module(f"{__package__}._grpctarget")
 
 
 # -- the decision --------------------------------------------------------------------
