@@ -82,7 +82,8 @@ _patch.on_unhooked(_guard.acquire, _guard.release)  # an unhooked road refuses, 
 _deck.subscribe(closed=_runlog.session_closed)
 _deck.subscribe(closed=_at_exit.session_closed)  # telemetry flushed at exit, after a replay
 
-if _os.environ.get("GHOSTRUN_MODE"):  # replay guards the whole process (see _guard)
+# A suite-wide replay, or a replay run that started this process, guards it whole (_guard).
+if _os.environ.get("GHOSTRUN_MODE") or _os.environ.get("GHOSTRUN_REPLAY_PARENT"):
     _guard.install_for_suite()
 
 

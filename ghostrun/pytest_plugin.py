@@ -258,7 +258,7 @@ class _Ghostrun:
         except ValueError as exc:
             raise pytest.UsageError(str(exc)) from None
         if self.guarded:
-            _guard.acquire()
+            _guard.replay_run_started()  # its children are guarded too
         cassette_dir = config.getoption("ghostrun_cassette_dir") or config.getini(
             "ghostrun_cassette_dir"
         )
@@ -287,7 +287,7 @@ class _Ghostrun:
             else:
                 os.environ[name] = value
         if self.guarded:
-            _guard.release()
+            _guard.replay_run_ended()
         self._run_log.close()
 
     # -- the marker's session, open from the first fixture to the last teardown --------

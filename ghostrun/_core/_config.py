@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from . import _project
 from ._age import parse_max_age
+from ._children import parent_hosts, parent_replays, parent_text
 from ._modes import Mode, parse_mode, running_on_ci
 from ._normalize import normalizer
 from ._public import public
@@ -76,7 +77,8 @@ class Settings:
     def extra_hosts(self) -> tuple[str, ...]:
         env = os.environ.get("GHOSTRUN_HOSTS", "")
         project = tuple(_project.current().get("hosts") or ())
-        return self.hosts + tuple(h.strip() for h in env.split(",") if h.strip()) + project
+        listed = tuple(h.strip() for h in env.split(",") if h.strip())
+        return self.hosts + listed + project + parent_hosts()  # a replay parent's too
 
     def tool_hosts(self) -> tuple[str, ...]:
         """Hosts that serve tools, not models: ``GHOSTRUN_TOOL_HOSTS``, then the project's."""
@@ -272,8 +274,11 @@ def _kappa(value: object) -> float:
 def suite_mode() -> Mode | None:
     """The suite-wide switch, which beats any mode written in code.
 
-    A pytest flag, typed on the command line for this run, beats the environment.
+    A pytest flag, typed on the command line for this run, beats the environment. A
+    process started by a replay run is one, whatever it says itself (`_children`).
     """
+    if parent_replays():
+        return Mode.REPLAY
     if settings.suite_mode is not None:
         return settings.suite_mode
     env = os.environ.get("GHOSTRUN_MODE", "").strip()
@@ -309,6 +314,11 @@ def _project_mode(project: _project.Project) -> Mode:
 
 def mode_source(code_mode: Mode | str | None = None) -> str:
     """Who chose the mode `resolve_mode` gives, in words a miss message can show."""
+    if parent_replays():
+        return (
+            f"chosen by the replay run that started this process ({parent_text()}): "
+            "a child of a replay run is a replay run"
+        )
     if settings.suite_mode is not None:
         return (
             "chosen by pytest's --ghostrun-record/--ghostrun-replay/--ghostrun-rebase/"

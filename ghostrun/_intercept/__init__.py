@@ -14,6 +14,7 @@
     _grpc         grpcio (sync channels and ``grpc.aio``): its adapter; ``_grpc_sync`` and
                   ``_grpc_aio`` hold the multi-callables and calls, ``_grpclink`` the
                   session side of one call, shared by both
+    _grpctarget   a gRPC target read as gRPC's C core reads it: every address it may dial
 
     _guard        in replay, the refusal of any provider connection no road made
     _live         in replay, the hosts that went to the network unrecorded: said once each

@@ -27,9 +27,8 @@ from typing import Any
 
 import grpc  # type: ignore[import-untyped]
 
-from .._recording._deck import Deck
-from ._grpclink import GrpcCall, Reply, deck_for, serialise
-from ._guard import grpc_address
+from ._grpclink import GrpcCall, Reply, Route, deck_for, serialise
+from ._guard import grpc_addresses
 
 __all__ = ["AioOutcome", "hook", "hook_init"]
 
@@ -63,9 +62,9 @@ def hook(kind: str, original: Callable[..., Any]) -> Callable[..., Any]:
         live = original(self, method, request_serializer, response_deserializer, *args, **kwargs)
         raw = functools.partial(original, self, method, None, None, *args, **kwargs)
         target = _target(self)
-        address = None if target is None else grpc_address(target)
+        addresses = () if target is None else grpc_addresses(target)
         return _CALLABLES[kind](
-            live, raw, address, method, request_serializer, response_deserializer,
+            live, raw, addresses, method, request_serializer, response_deserializer,
             stream_in=stream_in, stream_out=stream_out,
         )  # fmt: skip
 
@@ -91,7 +90,7 @@ class _AioCallable:
         self,
         live: Any,
         raw: Callable[[], Any],
-        address: tuple[str, int] | None,
+        addresses: tuple[tuple[str, int], ...],
         method: str | bytes,
         serializer: Any,
         deserializer: Any,
@@ -99,23 +98,23 @@ class _AioCallable:
         stream_in: bool,
         stream_out: bool,
     ) -> None:
-        self._live, self._make_raw, self._address = live, raw, address
+        self._live, self._make_raw, self._addresses = live, raw, addresses
         self._method = method.decode() if isinstance(method, bytes) else method
         self._serializer, self._deserializer = serializer, deserializer
         self.stream_in, self.stream_out = stream_in, stream_out
         self._raw: Any = None
 
     def __call__(self, request: Any = None, *args: Any, **kwargs: Any) -> Any:
-        deck = deck_for(self._address, self._method)
-        if deck is None:
+        route = deck_for(self._addresses, self._method)
+        if route is None:
             return self._live(request, *args, **kwargs)
         outcome = AioOutcome()
-        outcome.start(functools.partial(self._outcome, deck, outcome, request, args, kwargs))
+        outcome.start(functools.partial(self._outcome, route, outcome, request, args, kwargs))
         return outcome
 
     async def _outcome(
         self,
-        deck: Deck,
+        route: Route,
         outcome: AioOutcome,
         request: Any,
         args: tuple[Any, ...],
@@ -124,13 +123,13 @@ class _AioCallable:
         requests = await _requests(request, outcome) if self.stream_in else [request]
         raw = serialise(requests, self._serializer)
         metadata = kwargs.get("metadata", args[1] if len(args) > 1 else None)
-        address = self._address or ("", 0)  # a routed call has one
+        deck, address = route
         call = GrpcCall(
             deck, address, self._method, requests, raw, metadata, streaming=self.stream_in
         )
         reply = call.replay()
         if reply is not None:
-            return reply, self._parse(reply)
+            return reply, call.parsed(reply, self._parse)
         if self.stream_out:  # recorded as the code reads it, handed on message by message
             with call.sending():
                 stream = self._raw_callable()(_request(raw, self.stream_in), *args, **kwargs)

@@ -26,8 +26,8 @@ from typing import Any
 import grpc  # type: ignore[import-untyped]
 
 from .._recording._deck import Deck
-from ._grpclink import GrpcCall, Reply, deck_for, serialise
-from ._guard import grpc_address
+from ._grpclink import GrpcCall, Reply, Route, deck_for, serialise
+from ._guard import grpc_addresses
 
 __all__ = ["Outcome", "hook"]
 
@@ -49,8 +49,8 @@ def hook(kind: str, original: Callable[..., Any]) -> Callable[..., Any]:
     ) -> Any:
         live = original(self, method, request_serializer, response_deserializer, *args, **kwargs)
         raw = functools.partial(original, self, method, None, None, *args, **kwargs)
-        address = grpc_address(str(getattr(self, "_target", "")))
-        return wrapper(live, raw, address, method, request_serializer, response_deserializer)
+        addresses = grpc_addresses(str(getattr(self, "_target", "")))
+        return wrapper(live, raw, addresses, method, request_serializer, response_deserializer)
 
     return multicallable
 
@@ -64,20 +64,20 @@ class _Callable:
         self,
         live: Any,
         raw: Callable[[], Any],
-        address: tuple[str, int] | None,
+        addresses: tuple[tuple[str, int], ...],
         method: str | bytes,
         serializer: Any,
         deserializer: Any,
     ) -> None:
-        self._live, self._make_raw, self._address = live, raw, address
+        self._live, self._make_raw, self._addresses = live, raw, addresses
         self._method = method.decode() if isinstance(method, bytes) else method
         self._serializer, self._deserializer = serializer, deserializer
         self._raw: Any = None
 
     def _outcome(
-        self, deck: Deck, requests: list[Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+        self, route: Route, requests: list[Any], args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Outcome | LiveStream:
-        address = self._address or ("", 0)  # a routed call has one
+        deck, address = route
         raw = serialise(requests, self._serializer)
         call = GrpcCall(
             deck, address, self._method, requests, raw, _metadata(args, kwargs),
@@ -85,7 +85,7 @@ class _Callable:
         )  # fmt: skip
         reply = call.replay()
         if reply is not None:
-            return Outcome(reply, self._parse(reply))
+            return Outcome(reply, call.parsed(reply, self._parse))
         if self.stream_out:  # recorded as the code reads it, handed on message by message
             with call.sending():
                 stream = self._raw_callable()(_request(raw, self.stream_in), *args, **kwargs)
@@ -96,8 +96,8 @@ class _Callable:
         call.record(reply, parsed)
         return Outcome(reply, parsed)
 
-    def _deck(self) -> Deck | None:
-        return deck_for(self._address, self._method)
+    def _deck(self) -> Route | None:
+        return deck_for(self._addresses, self._method)
 
     def _parse(self, reply: Reply) -> list[Any]:
         if self._deserializer is None:

@@ -26,25 +26,40 @@ from __future__ import annotations
 import base64
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
+from pathlib import Path
 from typing import Any
 
 import orjson
 
+from .._core._exceptions import CassetteError
 from .._recording._deck import Deck
+from .._recording._session import current_deck
 from .._store._grpcreply import Reply, decode_reply, encode_reply, http_status, kept_metadata
 from .._wire._protobuf import message_json, message_of
 from ._engine import Exchange, route
 
-__all__ = ["GrpcCall", "Reply", "deck_for", "serialise"]
+__all__ = ["GrpcCall", "Reply", "Route", "deck_for", "serialise"]
 
 _SCHEME = "grpc"
 
 
-def deck_for(address: tuple[str, int] | None, method: str) -> Deck | None:
-    """The deck that answers a call to ``address`` (host, port), or None: pass it through."""
-    if address is None:
+Route = tuple[Deck, tuple[str, int]]  # the deck answering a call, and the address it is keyed by
+
+
+def deck_for(addresses: Sequence[tuple[str, int]], method: str) -> Route | None:
+    """The deck that answers a call to a target reaching ``addresses``, and the address its
+    key names; None: pass it through.
+
+    The address is the first one the governing session lists (a target may list several,
+    ``ipv4:a:p,b:p``, and gRPC may dial any of them), else the first.
+    """
+    if not addresses:
         return None
-    return route(address[0], address[1], f"{_SCHEME}://{address[0]}{method}")
+    deck = current_deck()
+    listed = [a for a in addresses if deck is not None and deck.settings.matcher(*a)]
+    host, port = (listed or addresses)[0]
+    found = route(host, port, f"{_SCHEME}://{host}{method}")
+    return None if found is None else (found, (host, port))
 
 
 def serialise(requests: Sequence[Any], serializer: Callable[[Any], bytes] | None) -> list[bytes]:
@@ -86,8 +101,28 @@ class GrpcCall:
         recording = self.exchange.replay()
         if recording is None:
             return None
-        path = self.exchange.deck.cassette_dir / f"{self.exchange.info.key}.json"
-        return decode_reply(recording.headers, recording.body, path)
+        try:
+            return decode_reply(recording.headers, recording.body, self._path())
+        except CassetteError as error:  # a miss, as HTTP's: no ``except Exception`` hides it
+            raise self.exchange.deck.damaged(error) from error
+
+    def parsed(self, reply: Reply, parse: Callable[[Reply], list[Any]]) -> list[Any]:
+        """A replayed reply's messages as the SDK's deserialiser reads them (``parse``).
+
+        A message it cannot read came from a damaged cassette: a `DamagedCassette`,
+        not the deserialiser's own error, which an app's ``except Exception`` would take.
+        """
+        try:
+            return parse(reply)
+        except Exception as exc:
+            error = CassetteError(
+                f"corrupt cassette {self._path()}: bad gRPC response field body.messages: "
+                f"{self.method} cannot read it ({type(exc).__name__}: {exc})"
+            )
+            raise self.exchange.deck.damaged(error) from exc
+
+    def _path(self) -> Path:
+        return self.exchange.deck.cassette_dir / f"{self.exchange.info.key}.json"
 
     def sending(self) -> AbstractContextManager[None]:
         """Wrap the real call in it (an intercepted library below passes through)."""

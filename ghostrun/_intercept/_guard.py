@@ -45,8 +45,10 @@ version, the missing hook and the supported versions.
 Installed reference-counted (`acquire`/`release`): by every open session in
 ``replay``, by the roads while one of them is unhooked (`_patch.on_unhooked`),
 by the pytest plugin for the whole run when the suite-wide mode is ``replay``,
-and by ``import ghostrun`` when ``GHOSTRUN_MODE=replay`` is set
-(`install_for_suite`). A hooked module not imported yet is patched the moment
+and by ``import ghostrun`` when the suite-wide mode is ``replay`` or a replay
+run started this process (`install_for_suite`). Each of these but an unhooked
+road is a replay run, whose children are replay runs (`replay_run_started`,
+`_core._children`). A hooked module not imported yet is patched the moment
 it is imported (`_patch.LateImports`, which the roads use too), so
 ``import ghostrun`` never imports ``socket`` or ``asyncio`` itself. The last
 release restores the exact original functions.
@@ -58,13 +60,13 @@ import contextlib
 import contextvars
 import functools
 import importlib
-import os
 import sys
 import threading
 from collections.abc import Callable
 from types import FrameType, ModuleType
 from typing import Any
 
+from .._core import _children
 from .._core._config import (
     block_network_default,
     mode_source,
@@ -94,11 +96,14 @@ from ._patch import (
 __all__ = [
     "acquire",
     "check",
-    "grpc_address",
+    "check_target",
+    "grpc_addresses",
     "install_for_suite",
     "installed",
     "is_loopback",
     "release",
+    "replay_run_ended",
+    "replay_run_started",
     "serve_channels",
     "session_entered",
     "session_exited",
@@ -174,21 +179,38 @@ def installed() -> bool:
 
 
 def session_entered(deck: Deck) -> None:
-    """A session in replay (or rebase) holds the guard installed while it is open (a `Deck`
-    subscriber)."""
+    """A session in replay (or rebase) holds the guard installed while it is open (a `Deck` subscriber)."""
     if deck.mode.offline:
-        acquire()
+        replay_run_started(deck.arguments.hosts)
 
 
 def session_exited(deck: Deck) -> None:
     if deck.mode.offline:
-        release()
+        replay_run_ended(deck.arguments.hosts)
+
+
+def replay_run_started(hosts: tuple[str, ...] = ()) -> None:
+    """A replay run (a session, the pytest run, the process) holds the guard, and marks the
+    children it starts as replay runs refusing ``hosts`` too (`_core._children`)."""
+    acquire()
+    _children.started(tuple(hosts))
+
+
+def replay_run_ended(hosts: tuple[str, ...] = ()) -> None:
+    _children.ended(tuple(hosts))
+    release()
 
 
 def install_for_suite() -> None:
-    """``import ghostrun`` under ``GHOSTRUN_MODE=replay`` (or rebase): guard the whole process."""
-    if os.environ.get("GHOSTRUN_MODE", "").strip().lower() in (Mode.REPLAY, Mode.REBASE):
-        acquire()
+    """``import ghostrun`` under a suite-wide ``replay`` or ``rebase`` (``GHOSTRUN_MODE`` in any of its
+    spellings, or a replay run that started this process): guard the whole process."""
+    try:
+        mode = suite_mode()
+        replays = mode is not None and mode.offline
+    except ValueError:  # an invalid GHOSTRUN_MODE: the first session says so
+        replays = False
+    if replays:
+        replay_run_started()
 
 
 def suite_replays() -> bool:
@@ -361,9 +383,7 @@ def _guard_loop_lookup(original: Callable[..., Any]) -> Callable[..., Any]:
 def _guard_channel(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def channel(target: Any, *args: Any, **kwargs: Any) -> Any:
-        address = grpc_address(_text(target))
-        if address is not None and not any(serves(*address) for serves in _channel_servers):
-            check(*address, "open a gRPC channel to")
+        check_target(_text(target), "open a gRPC channel to", served=True)
         return original(target, *args, **kwargs)
 
     return channel
@@ -384,23 +404,23 @@ def _grpc_callables() -> list[Any]:
 def _guard_call(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-        address = _callable_address(self)
-        if address is not None:
-            check(*address, _STUB_CALL)
+        target = _callable_target(self)
+        if target is not None:
+            check_target(target, _STUB_CALL, served=False)
         return original(self, *args, **kwargs)
 
     return call
 
 
-def _callable_address(callable_: Any) -> tuple[str, int] | None:
-    """The host and port a grpc multi-callable calls (sync: its ``_target``; aio: its
-    C channel's ``target``), or None if this grpc does not say."""
+def _callable_target(callable_: Any) -> str | None:
+    """The target a grpc multi-callable calls (sync: its ``_target``; aio: its C channel's
+    ``target``), or None if this grpc does not say."""
     target = getattr(callable_, "_target", None)
     if target is None:
         target = getattr(getattr(callable_, "_channel", None), "target", None)
     if target is None or callable(target):
         return None
-    return grpc_address(_text(target))
+    return _text(target)
 
 
 def serve_channels(serves: Callable[[str, int], bool]) -> Restore:
@@ -413,28 +433,74 @@ def serve_channels(serves: Callable[[str, int], bool]) -> Restore:
     return replace((sys.modules[__name__], "_channel_servers", (*_channel_servers, serves)))
 
 
-def grpc_address(target: str) -> tuple[str, int] | None:
-    """Host and port of a grpc target (``host:port``, ``dns:///host:port``, ``ipv4:...``)."""
-    scheme, _sep, rest = target.partition(":")
-    if scheme in ("unix", "unix-abstract", "vsock"):
-        return None
-    if scheme == "dns":
-        rest = rest[2:].partition("/")[2] if rest.startswith("//") else rest
-    elif scheme in ("ipv4", "ipv6"):
-        rest = rest.split(",")[0]
-    else:
-        rest = target
-    if rest.startswith("["):  # [::1]:50051
-        host, _sep, tail = rest[1:].partition("]")
-        port = tail[1:]
-    elif rest.count(":") == 1:
-        host, port = rest.split(":")
-    else:  # a host alone, or a bare IPv6 address
-        host, port = rest, ""
-    return host, int(port) if port.isdigit() else 443  # grpc's default port
+def grpc_addresses(target: str) -> tuple[tuple[str, int], ...]:
+    """Every (host, port) a grpc target reaches (`_grpctarget`); none if it cannot be read."""
+    try:
+        addresses: tuple[tuple[str, int], ...] = _targets().read_target(target).addresses
+    except _targets().UnreadableTarget:
+        return ()
+    return addresses
 
 
-_grpc_address = grpc_address  # its name before the grpc road shared it
+def check_target(text: str, action: str, *, served: bool) -> None:
+    """Raise `CacheMiss` if the guard refuses ``action`` on the gRPC target ``text``.
+
+    Judged by every address gRPC would dial (`_grpctarget.read_target`), a name
+    also by the addresses it resolves to; a target that cannot be read for
+    certain is refused (fail closed). ``served``: a channel whose calls a road
+    answers (it never connects) is let through.
+    """
+    if _bypass.get():
+        return
+    deck = current_deck()
+    judge = _judge(deck)
+    if judge is None:
+        return
+    try:
+        target = _targets().read_target(text)
+    except _targets().UnreadableTarget as error:
+        raise _refuse(deck, _unreadable_miss(deck, text, str(error), action)) from error
+    if served and any(serves(*a) for a in target.addresses for serves in _channel_servers):
+        return
+    reaching = f"{action} target {text!r}, which reaches"
+    for host, port in target.addresses:
+        check(host, port, reaching)
+        try:
+            found = _resolved(host, judge[0])
+        except OSError as error:
+            why = f"{host!r} does not resolve here ({error}); gRPC may resolve it later"
+            raise _refuse(deck, _unreadable_miss(deck, text, why, action)) from error
+        for address in found:
+            check(address, port, f"{action} target {text!r}, whose {host} resolves to")
+
+
+def _resolved(host: str, matcher: HostMatcher) -> list[str]:
+    """The addresses the name ``host`` resolves to, where a listed host is an address.
+
+    gRPC resolves a name in C (c-ares: ``/etc/hosts``, DNS, and every
+    ``*.localhost`` as loopback), where the socket hooks never see it: a name in
+    ``/etc/hosts`` reaches a listed ``127.0.0.1`` under another name. Raises
+    `OSError` if the name does not resolve here (the caller refuses it).
+    """
+    if _is_ip(host) or not any(_is_ip(name) for name, _port in matcher.patterns):
+        return []
+    if host_name(host).endswith(".localhost"):
+        return ["127.0.0.1", "::1"]
+    socket = sys.modules.get(_SOCKET) or importlib.import_module(_SOCKET)
+    return sorted(
+        {str(info[4][0]) for info in socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)}
+    )
+
+
+def _is_ip(name: str) -> bool:
+    """An IP address, or ``localhost`` (`host_name`'s one name for loopback)."""
+    return name == "localhost" or bool(_targets().is_ip(name))
+
+
+def _targets() -> ModuleType:
+    """`_grpctarget`, loaded with the first gRPC target read: ``import ghostrun`` (which
+    loads this module) never pays for it, as a road's module is loaded when it installs."""
+    return importlib.import_module(f"{__package__}._grpctarget")
 
 
 # -- the decision --------------------------------------------------------------------
@@ -445,16 +511,12 @@ def check(host: Any, port: Any, action: str) -> None:
     if _bypass.get():
         return
     deck = current_deck()
-    if deck is not None:
-        if _roads.unhooked:
-            _refuse_unhooked(deck, host, port, action)
-        if not deck.mode.offline:
-            return
-        matcher, block = deck.matcher, deck.block_network
-    elif suite_replays():
-        matcher, block = _suite_matcher(), block_network_default()
-    else:
+    if deck is not None and _roads.unhooked:
+        _refuse_unhooked(deck, host, port, action)
+    judge = _judge(deck)
+    if judge is None:
         return
+    matcher, block = judge
     name, number = _text(host), _port(port)
     if matcher(name, number) or (deck is not None and deck.hops.caused(name)):
         raise _refuse(deck, _provider_miss(deck, name, number, action))
@@ -463,6 +525,15 @@ def check(host: Any, port: Any, action: str) -> None:
             raise _refuse(deck, _blocked_miss(deck, name, number, action))
         if _live.first_time(name):  # the caller is looked for once per host per run
             _live.went_live(name, number, _caller(), _governed(deck))
+
+
+def _judge(deck: Deck | None) -> tuple[HostMatcher, bool] | None:
+    """The hosts refused and whether ``block_network`` holds; None when nothing is guarded."""
+    if deck is not None:
+        return (deck.matcher, deck.block_network) if deck.mode.offline else None
+    if suite_replays():
+        return _suite_matcher(), block_network_default()
+    return None
 
 
 def _refuse_unhooked(deck: Deck, host: Any, port: Any, action: str) -> None:
@@ -486,6 +557,20 @@ def _refuse_unhooked(deck: Deck, host: Any, port: Any, action: str) -> None:
                     ]
                 )
             ) from error
+
+
+def _unreadable_miss(deck: Deck | None, target: str, why: str, action: str) -> str:
+    return "\n".join(
+        [
+            f"ghostrun: replay mode never touches the network, and {_caller()} tried to "
+            f"{action} target {target!r}, which ghostrun cannot read for certain as gRPC "
+            f"does ({why}), {_governed(deck)}.",
+            "  gRPC connects below Python's socket module, so its target is all the guard can "
+            "judge, and a target it cannot judge is refused before any byte is sent.",
+            "  To fix it: write the target as host:port, dns:///host:port or "
+            "ipv4:address:port (docs/grpc.md, which targets are read).",
+        ]
+    )
 
 
 def _stack() -> list[tuple[str, str]]:
@@ -705,10 +790,7 @@ def _governed(deck: Deck | None) -> str:
                 "a test that calls a provider needs a session (the ghostrun marker, the "
                 "ghostrun_session fixture, TestCaseMixin or `with ghostrun.session()`)"
             )
-        return (
-            "outside any session, with the suite-wide mode replay "
-            "(GHOSTRUN_MODE=replay or --ghostrun-replay)"
-        )
+        return f"outside any session, with the suite-wide mode replay ({mode_source()})"
     return f"in session {deck.name or '(unnamed)'}"
 
 

@@ -35,7 +35,7 @@ from ._credentials import (
 )
 from ._headers import SUBPROTOCOLS
 from ._mask import MASK
-from ._stored import content_type, is_form, stored_bytes, text_of
+from ._stored import binary_payloads, content_type, is_form, stored_bytes, text_of
 from ._walk import credential_values, strings, visit_fields
 
 __all__ = [
@@ -116,7 +116,8 @@ def _secrets_of(
 
 def entry_secrets(request: Any) -> frozenset[str]:
     """The credentials a stored request shows itself: body fields and parameters, JSON
-    inside its strings, and secret shapes anywhere in it."""
+    inside its strings, and secret shapes anywhere in it, decoded binary bodies and raw
+    gRPC messages included."""
     if not isinstance(request, dict):
         return frozenset()
     found: set[str] = set()
@@ -132,6 +133,10 @@ def entry_secrets(request: Any) -> frozenset[str]:
             _json_secrets(value, found)
         if shapes:
             found.update(m.group(0) for m in SECRET_SHAPES.finditer(value))
+    for data in binary_payloads(request.get("body")):  # base64 hides shapes from the text
+        decoded = data.decode("latin-1")  # byte for character: a shape is ASCII
+        if SHAPE_START.search(decoded):
+            found.update(m.group(0) for m in SECRET_SHAPES.finditer(decoded))
     return worth_masking(found)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import functools
 import json
 import re
@@ -243,7 +244,7 @@ def _mask_value(value: Any, compiled: Any) -> Any:
 
 def _mask_body(body: Any, compiled: Any) -> Any:
     if not is_binary(body):
-        return _mask_value(body, compiled)
+        return _mask_value(_mask_nested_base64(body, compiled), compiled)
     ((kind, value),) = body.items()
     try:
         if kind == "base64":
@@ -251,6 +252,20 @@ def _mask_body(body: Any, compiled: Any) -> Any:
         return {kind: [_mask_base64(chunk, compiled) for chunk in value]}
     except (binascii.Error, TypeError, ValueError):
         return _mask_value(body, compiled)  # not base64 after all: mask it as text
+
+
+def _mask_nested_base64(value: Any, compiled: Any) -> Any:
+    """Each ``{"base64": ...}`` object inside a JSON body (a raw gRPC message) masked as its
+    bytes, so it stays base64 (masked as text, a form of the secret would break it)."""
+    if isinstance(value, list):
+        return [_mask_nested_base64(item, compiled) for item in value]
+    if not isinstance(value, dict):
+        return value
+    out = {k: _mask_nested_base64(v, compiled) for k, v in value.items()}
+    if isinstance(out.get("base64"), str):
+        with contextlib.suppress(binascii.Error, ValueError):  # not base64: masked as text
+            out["base64"] = _mask_base64(out["base64"], compiled)
+    return out
 
 
 def _mask_base64(value: str, compiled: Any) -> str:

@@ -1,7 +1,8 @@
 """How the parts of a stored entry read, for collecting and masking alike.
 
 One reading each: what a request's content type is, when a text body is a form,
-which bodies are binary, the bytes a body holds, and an entry as JSON text.
+which bodies are binary, the bytes a body holds (and those it holds as base64:
+`binary_payloads`), and an entry as JSON text.
 """
 
 from __future__ import annotations
@@ -9,11 +10,20 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
 
-__all__ = ["BASE64_KINDS", "content_type", "is_binary", "is_form", "stored_bytes", "text_of"]
+__all__ = [
+    "BASE64_KINDS",
+    "binary_payloads",
+    "content_type",
+    "is_binary",
+    "is_form",
+    "stored_bytes",
+    "text_of",
+]
 
 _FORM = re.compile(r"[^=&\s]+=[^&\s]*(?:&[^=&\s]+=[^&\s]*)*")
 _FORM_TYPE = "application/x-www-form-urlencoded"
@@ -44,6 +54,40 @@ def stored_bytes(body: dict[str, Any]) -> bytes:
         return text.encode("utf-8")
     try:
         return base64.b64decode(str(body.get("base64", "")), validate=True)
+    except (binascii.Error, ValueError):
+        return b""
+
+
+def binary_payloads(body: Any) -> Iterator[bytes]:
+    """The bytes a stored body holds as base64, decoded: a binary body's (a stream's chunks
+    joined), and each ``{"base64": ...}`` object's inside a JSON body (a raw gRPC message).
+
+    Text searches never see into them; the secret shapes are looked for here too.
+    """
+    if not isinstance(body, dict):
+        return
+    if is_binary(body):
+        ((kind, value),) = body.items()
+        chunks = [value] if kind == "base64" else value if isinstance(value, list) else []
+        yield b"".join(_decoded(chunk) for chunk in chunks)
+    elif "json" in body:
+        yield from _nested_base64(body["json"])
+
+
+def _nested_base64(value: Any) -> Iterator[bytes]:
+    if isinstance(value, dict):
+        if isinstance(value.get("base64"), str):
+            yield _decoded(value["base64"])
+        for item in value.values():
+            yield from _nested_base64(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _nested_base64(item)
+
+
+def _decoded(value: Any) -> bytes:
+    try:
+        return base64.b64decode(str(value), validate=True)
     except (binascii.Error, ValueError):
         return b""
 

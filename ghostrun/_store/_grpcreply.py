@@ -26,7 +26,11 @@ never written, a transient failure an SDK retried past is replaced.
 
 Metadata keys ending ``-bin`` carry bytes: stored base64, as gRPC itself sends them.
 `decode_reply` validates what it reads: a malformed outcome is a
-`CassetteError` naming the file and the field.
+`CassetteError` naming the file and the field (a message that is not its
+type's wire format, a ``Struct`` past protobuf's depth limit, metadata an
+HTTP response header could not be: ``set-cookie``, a line break, an invalid
+name), which the grpc road turns into a `DamagedCassette` (a miss: no
+``except Exception`` swallows it).
 """
 
 from __future__ import annotations
@@ -41,8 +45,9 @@ import orjson
 
 from .._core._exceptions import CassetteError
 from .._secrets._headers import keep_response_header
-from .._wire._protobuf import encode_message, message_bytes
+from .._wire._protobuf import check_bytes, encode_message, message_bytes
 from ._cassette import headers_json
+from ._limits import header_problem
 
 __all__ = [
     "CODES",
@@ -161,12 +166,20 @@ def _message(item: Any, path: object, where: str) -> bytes:
     if not isinstance(item, dict):
         raise _bad(path, where, "not an object")
     raw = item.get("base64")
+    name = item.get("type")
     if raw is not None:
         try:
-            return base64.b64decode(str(raw), validate=True)
+            data = base64.b64decode(str(raw), validate=True)
         except (binascii.Error, ValueError) as exc:
             raise _bad(path, f"{where}.base64", "not base64") from exc
-    name = item.get("type")
+        if isinstance(name, str):
+            try:
+                check_bytes(name, data)
+            except LookupError:
+                pass  # bytes of a type not imported here: the SDK's deserialiser judges them
+            except ValueError as exc:
+                raise _bad(path, f"{where}.base64", str(exc)) from exc
+        return data
     if not isinstance(name, str) or "json" not in item:
         raise _bad(path, where, 'needs "type" and "json", or "base64"')
     try:
@@ -199,6 +212,9 @@ def _metadata_from(pairs: Sequence[tuple[str, Any]], path: object, where: str) -
     for name, value in pairs:
         if not isinstance(value, str):
             raise _bad(path, f"{where}.{name}", "not a string")
+        problem = header_problem(name, value)  # metadata is headers: HTTP's rules hold
+        if problem is not None:
+            raise _bad(path, f"{where}.{name}", problem)
         if name.endswith("-bin"):
             try:
                 out.append((name, base64.b64decode(value, validate=True)))

@@ -21,7 +21,7 @@ import base64
 import importlib
 from typing import Any
 
-__all__ = ["encode_message", "message_bytes", "message_json", "message_of"]
+__all__ = ["check_bytes", "encode_message", "message_bytes", "message_json", "message_of"]
 
 
 def message_of(value: Any) -> Any | None:
@@ -72,26 +72,43 @@ def message_bytes(type_name: str, value: Any) -> bytes:
     """The bytes of the message of type ``type_name`` whose JSON is ``value``.
 
     Raises `LookupError` when no imported module defines the type, and
-    `ValueError` when ``value`` is not a JSON form of it.
+    `ValueError` when ``value`` is not a JSON form of it, or gives bytes the
+    type's own parser refuses (a ``Struct`` nested past protobuf's depth limit
+    is written but not read back: `check_bytes`).
     """
-    descriptor_pool, json_format = _protobuf("descriptor_pool"), _protobuf("json_format")
-    message_factory = _protobuf("message_factory")
+    json_format = _protobuf("json_format")
+    cls = _message_class(type_name)
+    try:
+        built = json_format.ParseDict(value, cls())
+    except json_format.ParseError as exc:
+        raise ValueError(str(exc)) from exc
+    data = bytes(built.SerializeToString())
+    check_bytes(type_name, data)
+    return data
 
+
+def check_bytes(type_name: str, data: bytes) -> None:
+    """Raise `ValueError` unless ``data`` reads as a ``type_name`` (its wire format, within
+    protobuf's depth limit), as the SDK's deserialiser will read it; `LookupError` when no
+    imported module defines the type."""
+    message = _protobuf("message")
+    try:
+        _message_class(type_name).FromString(data)
+    except (message.DecodeError, RecursionError) as exc:
+        raise ValueError(f"not a {type_name} in its wire format ({exc})") from exc
+
+
+def _message_class(type_name: str) -> Any:
+    descriptor_pool = _protobuf("descriptor_pool")
+    message_factory = _protobuf("message_factory")
     try:
         descriptor = descriptor_pool.Default().FindMessageTypeByName(type_name)
     except KeyError as exc:
         raise LookupError(f"no protobuf message type {type_name!r} is imported") from exc
     get_class = getattr(message_factory, "GetMessageClass", None)  # protobuf 4.21 and later
-    cls = (
-        get_class(descriptor)
-        if get_class
-        else message_factory.MessageFactory().GetPrototype(descriptor)
-    )
-    try:
-        built = json_format.ParseDict(value, cls())
-    except json_format.ParseError as exc:
-        raise ValueError(str(exc)) from exc
-    return bytes(built.SerializeToString())
+    if get_class:
+        return get_class(descriptor)
+    return message_factory.MessageFactory().GetPrototype(descriptor)
 
 
 def _protobuf(name: str) -> Any:

@@ -1,13 +1,23 @@
-"""Fixtures the interception tests share: a tripwire on the network's way out."""
+"""Fixtures the interception tests share: a tripwire on the network's way out, and a Python
+that has ghostrun installed as a wheel installs it (its start-up hook included)."""
 
 from __future__ import annotations
 
 import errno
 import ipaddress
+import shutil
 import socket
+import subprocess
+import sysconfig
+import venv
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import ROOT
+
+GUARD_PTH = ROOT / "ghostrun_replay_guard.pth"
 
 
 @pytest.fixture
@@ -40,3 +50,22 @@ def tripwire(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     monkeypatch.setattr(socket, "getaddrinfo", guarded_lookup)
     monkeypatch.setattr(socket.socket, "connect", guarded_connect)
     return attempts
+
+
+@pytest.fixture(scope="module")
+def installed_python(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A fresh environment with ghostrun installed as a wheel installs it: this checkout and
+    its dependencies on the path, and the start-up hook the wheel ships beside them."""
+    where = tmp_path_factory.mktemp("venv")
+    venv.create(where, with_pip=False, symlinks=True)
+    python = where / "bin" / "python"
+    purelib = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    paths = [str(ROOT), sysconfig.get_paths()["purelib"]]  # the checkout, then its deps
+    Path(purelib, "_editable_impl_ghostrun.pth").write_text("\n".join(paths) + "\n")
+    shutil.copy(GUARD_PTH, purelib)
+    yield str(python)

@@ -194,7 +194,7 @@ def test_a_miss_diffs_the_request_message(server: GrpcSimulator, cassette_dir: P
     assert session.misses == [missed.value]
 
 
-def test_a_damaged_grpc_outcome_is_a_cassette_error_naming_the_field(
+def test_a_damaged_grpc_outcome_is_a_damaged_cassette_naming_the_field(
     server: GrpcSimulator, cassette_dir: Path
 ) -> None:
     echo = lambda: grpc.insecure_channel(server.target).unary_unary(ECHO + "Unary")(b"a")  # noqa: E731
@@ -205,7 +205,7 @@ def test_a_damaged_grpc_outcome_is_a_cassette_error_naming_the_field(
     document["responses"][0]["body"]["json"]["code"] = "SORT_OF_OK"
     path.write_text(json.dumps(document))
     damaged_session = _session(server, cassette_dir, "replay")
-    with pytest.raises(ghostrun.CassetteError, match=r"body\.code") as damaged, damaged_session:
+    with pytest.raises(ghostrun.DamagedCassette, match=r"body\.code") as damaged, damaged_session:
         echo()
     assert str(path) in str(damaged.value)
 

@@ -240,21 +240,21 @@ def test_grpc_channels_the_grpc_road_serves(
 
 
 @pytest.mark.parametrize(
-    ("target", "address"),
+    ("target", "addresses"),
     [
-        ("localhost:50051", ("localhost", 50051)),
-        ("api.example.com", ("api.example.com", 443)),
-        ("dns:///api.example.com:8443", ("api.example.com", 8443)),
-        ("dns://8.8.8.8/api.example.com:8443", ("api.example.com", 8443)),
-        ("dns:api.example.com:80", ("api.example.com", 80)),
-        ("ipv4:10.0.0.1:50051,10.0.0.2:50051", ("10.0.0.1", 50051)),
-        ("ipv6:[::1]:50051", ("::1", 50051)),
-        ("[::1]:50051", ("::1", 50051)),
-        ("unix:/tmp/grpc.sock", None),
+        ("localhost:50051", [("localhost", 50051)]),
+        ("api.example.com", [("api.example.com", 443)]),
+        ("dns:///api.example.com:8443", [("api.example.com", 8443)]),
+        ("dns://8.8.8.8/api.example.com:8443", [("api.example.com", 8443), ("8.8.8.8", 53)]),
+        ("dns:api.example.com:80", [("api.example.com", 80)]),
+        ("ipv4:10.0.0.1:50051,10.0.0.2:50051", [("10.0.0.1", 50051), ("10.0.0.2", 50051)]),
+        ("ipv6:[::1]:50051", [("::1", 50051)]),
+        ("[::1]:50051", [("::1", 50051)]),
+        ("unix:/tmp/grpc.sock", []),
     ],
 )
-def test_grpc_targets(target: str, address: tuple[str, int] | None) -> None:
-    assert _guard._grpc_address(target) == address
+def test_grpc_targets(target: str, addresses: list[tuple[str, int]]) -> None:
+    assert list(_guard.grpc_addresses(target)) == addresses
 
 
 def test_asyncio_and_trio_lookups(resolver: list[Any], cassette_dir: Any) -> None:

@@ -12,13 +12,9 @@ import http.client
 import multiprocessing
 import multiprocessing.spawn
 import os
-import shutil
 import socket
 import subprocess
-import sysconfig
 import urllib.request
-import venv
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -140,25 +136,6 @@ except BaseException as exc:
 else:
     print("reached")
 """
-
-
-@pytest.fixture(scope="module")
-def installed_python(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A fresh environment with ghostrun installed as a wheel installs it: this checkout and
-    its dependencies on the path, and the start-up hook the wheel ships beside them."""
-    where = tmp_path_factory.mktemp("venv")
-    venv.create(where, with_pip=False, symlinks=True)
-    python = where / "bin" / "python"
-    purelib = subprocess.run(
-        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    paths = [str(ROOT), sysconfig.get_paths()["purelib"]]  # the checkout, then its deps
-    Path(purelib, "_editable_impl_ghostrun.pth").write_text("\n".join(paths) + "\n")
-    shutil.copy(GUARD_PTH, purelib)
-    yield str(python)
 
 
 def _child_env(provider: ProviderSimulator, mode: str | None) -> dict[str, str]:

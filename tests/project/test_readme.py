@@ -249,7 +249,7 @@ SKIPPED_BY_DESIGN = {
     "tests/core/test_normalize.py",
     "corrupt cassette tests/cassettes/": "a CassetteError's shape, checked by "
     "tests/store/test_hostile_cassettes.py",
-    'import os; os.environ.get("GHOSTRUN_MODE"': "the .pth start-up line, installed and "
+    'import os; ("GHOSTRUN_REPLAY_PARENT" in os.environ': "the .pth start-up line, installed and "
     "checked by tests/intercept/test_guard_escapes.py",
     '{"body": {...}': "an excerpt of a cassette, not a whole one",
     ".ghostrun_cache/": "a directory listing",

@@ -1,0 +1,91 @@
+"""Children of a replay run are replay runs (DESIGN §1, "Children of a replay run").
+
+The guard lives in one process; a child Python process (``subprocess`` running
+``python``, ``multiprocessing``'s ``spawn``, a tool or MCP server a test starts)
+begins without it. So while a process is a replay run, whatever made it one (a
+session in ``replay``, which the CI default, ``GHOSTRUN_MODE`` in any spelling,
+a pytest flag or the project's table may have chosen; the pytest plugin
+guarding the run; the suite-wide switch at ``import ghostrun``), it holds
+``GHOSTRUN_REPLAY_PARENT=<its pid>`` in ``os.environ`` (`started`/`ended`,
+reference-counted), and the ``hosts=`` of its open replay sessions in
+``GHOSTRUN_REPLAY_HOSTS``, which every child it starts inherits.
+
+In the child, the start-up line ghostrun ships (``ghostrun_replay_guard.pth``)
+sees the variable and imports ghostrun, which guards the whole process from
+its start, refusing the parent's hosts as well as its own; and
+`parent_replays` makes the child's suite-wide mode ``replay``,
+beating whatever the child says itself (a flag, ``GHOSTRUN_MODE``, code): a
+process started by a replay run never goes live (fail closed). A process that
+is no replay run pays one more environment look-up in that line.
+
+Whether this process was started by a replay run is read once, at import,
+before this process exports anything itself; a process that ``exec``s keeps
+its environment, and so stays a replay run.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+__all__ = ["ENV", "HOSTS_ENV", "ended", "parent_hosts", "parent_replays", "parent_text", "started"]
+
+ENV = "GHOSTRUN_REPLAY_PARENT"
+HOSTS_ENV = "GHOSTRUN_REPLAY_HOSTS"  # the hosts= of the replay sessions open in the parent
+
+# What this process was started with, read before it exports its own.
+_INHERITED = os.environ.get(ENV, "").strip()
+_INHERITED_HOSTS = tuple(h.strip() for h in os.environ.get(HOSTS_ENV, "").split(",") if h.strip())
+_lock = threading.Lock()
+_holders: list[tuple[str, ...]] = []
+_before: dict[str, str | None] = {}
+
+
+def parent_replays() -> bool:
+    """Whether the process that started this one was a replay run."""
+    return bool(_INHERITED)
+
+
+def parent_hosts() -> tuple[str, ...]:
+    """The hosts the parent's replay sessions listed (``hosts=``): guarded here too."""
+    return _INHERITED_HOSTS if _INHERITED else ()
+
+
+def parent_text() -> str:
+    """The parent, in words a message can show."""
+    return f"{ENV}={_INHERITED}"
+
+
+def started(hosts: tuple[str, ...] = ()) -> None:
+    """A replay run begins in this process, listing ``hosts``: its children are replay runs,
+    refusing those hosts too, until it `ended`."""
+    with _lock:
+        if not _holders:
+            _before.update({name: os.environ.get(name) for name in (ENV, HOSTS_ENV)})
+            os.environ[ENV] = str(os.getpid())
+        _holders.append(hosts)
+        _export_hosts()
+
+
+def ended(hosts: tuple[str, ...] = ()) -> None:
+    """The last replay run to end puts the variables back as it found them."""
+    with _lock:
+        if hosts not in _holders:
+            return
+        _holders.remove(hosts)
+        if _holders:
+            _export_hosts()
+            return
+        for name, value in _before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def _export_hosts() -> None:
+    listed = dict.fromkeys(h for held in _holders for h in held)
+    if listed:
+        os.environ[HOSTS_ENV] = ",".join(listed)
+    elif _before.get(HOSTS_ENV) is None:
+        os.environ.pop(HOSTS_ENV, None)
