@@ -60,6 +60,7 @@ import contextlib
 import contextvars
 import functools
 import importlib
+import os
 import sys
 import threading
 from collections.abc import Callable
@@ -76,7 +77,6 @@ from .._core._config import (
 )
 from .._core._exceptions import CacheMiss, ReplayRefused, UnsupportedLibrary
 from .._core._hosts import PROVIDER_HOSTS, HostMatcher, host_name
-from .._core._modes import Mode
 from .._recording._deck import Deck
 from .._recording._session import _bypass, current_deck
 from . import _live
@@ -179,7 +179,8 @@ def installed() -> bool:
 
 
 def session_entered(deck: Deck) -> None:
-    """A session in replay (or rebase) holds the guard installed while it is open (a `Deck` subscriber)."""
+    """A session in replay (or rebase) holds the guard installed while it is open (a `Deck`
+    subscriber)."""
     if deck.mode.offline:
         replay_run_started(deck.arguments.hosts)
 
@@ -202,8 +203,8 @@ def replay_run_ended(hosts: tuple[str, ...] = ()) -> None:
 
 
 def install_for_suite() -> None:
-    """``import ghostrun`` under a suite-wide ``replay`` or ``rebase`` (``GHOSTRUN_MODE`` in any of its
-    spellings, or a replay run that started this process): guard the whole process."""
+    """``import ghostrun`` under a suite-wide ``replay`` or ``rebase`` (``GHOSTRUN_MODE`` in
+    any of its spellings, or a replay run that started this process): guard the process."""
     try:
         mode = suite_mode()
         replays = mode is not None and mode.offline
@@ -715,9 +716,11 @@ def _refuse(deck: Deck | None, message: str) -> CacheMiss | ReplayRefused:
 
 
 def _outside_any_test() -> bool:
-    """No pytest test is running (pytest sets PYTEST_CURRENT_TEST from setup to teardown)
-    and no unittest test is on this thread's stack: a module's import, a conftest."""
-    if "PYTEST_CURRENT_TEST" in os.environ:
+    """No pytest test is running (pytest sets PYTEST_CURRENT_TEST from setup to teardown),
+    no unittest test is on this thread's stack, and no replay run started this process (a
+    child's swallowed refusal could turn its parent's test green): a module's import, a
+    conftest."""
+    if "PYTEST_CURRENT_TEST" in os.environ or _children.parent_replays():
         return False
     frame: FrameType | None = sys._getframe(1)
     while frame is not None:

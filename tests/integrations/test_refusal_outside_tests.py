@@ -60,7 +60,9 @@ def test_a_module_that_probes_at_import_does_not_stop_the_run(
     provider: ProviderSimulator,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.delenv("PYTEST_CURRENT_TEST")  # this test's own: the run below is a new one
+    # This test's own, and its run's: the run below is a new one, started by no replay run.
+    for name in ("PYTEST_CURRENT_TEST", "GHOSTRUN_REPLAY_PARENT", "GHOSTRUN_REPLAY_HOSTS"):
+        monkeypatch.delenv(name, raising=False)
     pytester.makeini("[pytest]\n")
     pytester.makepyfile(test_probe=PROBING_MODULE, test_other=OTHER_MODULE)
 
