@@ -14,6 +14,8 @@
     _grpc         grpcio (sync channels and ``grpc.aio``): its adapter; ``_grpc_sync`` and
                   ``_grpc_aio`` hold the multi-callables and calls, ``_grpclink`` the
                   session side of one call, shared by both
+    _mcp_stdio    MCP servers a client launches over stdio (``mcp.client.stdio``'s process
+                  start): connections taped, or played with no process at all
 
     _guard        in replay, the refusal of any provider connection no road made
 

@@ -92,6 +92,7 @@ ROADS: tuple[str, ...] = (
     "_aiohttp_ws",  # aiohttp's ws_connect (WebSocket conversations)
     "_lm15",  # dspy's vendored HTTP client, its default engine from 3.4
     "_grpc",  # grpcio's sync channels and grpc.aio (xai-sdk, Vertex AI, Google clients)
+    "_mcp_stdio",  # mcp's stdio client: MCP servers an agent launches (pydantic-ai, openai-agents)
 )
 """The road modules of ``ghostrun._intercept``, in installation order."""
 

@@ -13,6 +13,7 @@ definition their code shares.
 
     cassette            CassetteFile: RequestRecord, ResponseRecord (BODY: `_bodies.Body`)
     WebSocket cassette  WebSocketFile: ConversationRecord, HandshakeRecord, FrameEvent
+    MCP stdio cassette  McpStdioFile: McpConnectionRecord, LaunchRecord, FrameEvent
     trajectory          TrajectoryFile: StepRecord, ToolCallRecord, TokensRecord
     verdict             VerdictFile: DrawRecord
     run log             RunLogFile: RunLogEntry, AssertionRecord, UsedRecord, ...
@@ -36,6 +37,9 @@ __all__ = [
     "FrameEvent",
     "HandshakeRecord",
     "Headers",
+    "LaunchRecord",
+    "McpConnectionRecord",
+    "McpStdioFile",
     "MissRecord",
     "PreviousRecord",
     "RequestRecord",
@@ -142,6 +146,33 @@ class WebSocketFile(TypedDict):
     kind: Literal["websocket"]
     key: str
     conversations: list[ConversationRecord]
+
+
+# -- MCP stdio cassette (`_mcpcassette`) ----------------------------------------------------
+
+
+class LaunchRecord(TypedDict):
+    """How the client launched the server: environment names, never values."""
+
+    command: str
+    args: list[str]
+    env: list[str]
+    cwd: str | None
+
+
+class McpConnectionRecord(TypedDict):
+    launch: LaunchRecord
+    messages: list[FrameEvent]  # each {"client": FRAME} or {"server": FRAME}, json or text
+
+
+@final
+class McpStdioFile(TypedDict):
+    """An MCP-over-stdio cassette: one server launch, its connections in order."""
+
+    version: int
+    kind: Literal["mcp-stdio"]
+    key: str
+    connections: list[McpConnectionRecord]
 
 
 # -- trajectory (`_trajectory`) ------------------------------------------------------------

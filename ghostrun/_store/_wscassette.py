@@ -54,7 +54,7 @@ import difflib
 import json
 import re
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
@@ -303,23 +303,36 @@ class Script:
     or the recorded frame it differs from (``None``: no more were recorded).
     """
 
-    def __init__(self, conversation: Conversation, ignore: Sequence[tuple[str, ...]]) -> None:
+    def __init__(
+        self,
+        conversation: Conversation | Any,
+        ignore: Sequence[tuple[str, ...]],
+        canonical: Callable[[Frame, Sequence[tuple[str, ...]]], bytes] | None = None,
+    ) -> None:
+        """``conversation``: anything with ``events`` (an MCP connection too); ``canonical``:
+        how a client frame is compared (`canonical_frame` unless given)."""
         self.conversation = conversation
-        self.events = conversation.events
+        self.events: list[FrameEvent] = conversation.events
         self.ignore = ignore
+        self.canonical = canonical or canonical_frame
         self.position = 0
         self.due: deque[FrameEvent] = deque()
 
     def next_server(self) -> str | bytes | Close | None:
+        event = self.next_server_event()
+        return None if event is None else _server_event(event)
+
+    def next_server_event(self) -> FrameEvent | None:
+        """`next_server`, as recorded (``{"server": FRAME}`` or ``{"close": ...}``)."""
         if self.due:
-            return _server_event(self.due.popleft())
+            return self.due.popleft()
         if self.position >= len(self.events):
             raise EOFError("the recorded conversation ends here")
         event = self.events[self.position]
         if "client" in event or event.get("close", {}).get("by") == "client":
             return None
         self.position += 1
-        return _server_event(event)
+        return event
 
     def skip_server(self, count: int) -> None:
         """Pass over the greeting frames already handed out from another recording."""
@@ -333,7 +346,7 @@ class Script:
             self.position += 1
         event: FrameEvent = self.events[self.position] if self.position < len(self.events) else {}
         recorded = event.get("client")
-        if recorded is not None and canonical_frame(recorded, self.ignore) == canonical_frame(
+        if recorded is not None and self.canonical(recorded, self.ignore) == self.canonical(
             sent, self.ignore
         ):
             self.position += 1

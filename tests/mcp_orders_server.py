@@ -1,0 +1,37 @@
+"""An MCP server over stdio for the MCP road's tests: one order-lookup tool, as agents use.
+
+The tests launch it with ``sys.executable`` through the real clients (``mcp``'s
+``stdio_client``, pydantic-ai's and openai-agents' stdio toolsets). Each start appends the
+process id to the file ``ORDERS_SERVER_STARTS`` names, so a test counts the processes started
+(a replay must start none). During a call the tool logs a line and reports progress: server
+notifications a replay must deliver in order.
+"""
+
+from __future__ import annotations
+
+import os
+
+from mcp.server.mcpserver import Context, MCPServer
+
+ORDERS = {
+    "A123": "Order A123: shipped on 2026-11-30, 2 items, carrier ParcelCo.",
+    "B456": "Order B456: refunded on 2026-11-28.",
+}
+
+server = MCPServer("orders")
+
+
+@server.tool()
+async def lookup_order(order_id: str, ctx: Context) -> str:
+    """Look an order up by its id: its status, in one sentence."""
+    await ctx.info(f"looking up {order_id}")
+    await ctx.report_progress(1, 1, "found")
+    return ORDERS.get(order_id, f"No order {order_id}.")
+
+
+if __name__ == "__main__":
+    starts = os.environ.get("ORDERS_SERVER_STARTS")
+    if starts:
+        with open(starts, "a", encoding="utf-8") as file:
+            file.write(f"{os.getpid()}\n")
+    server.run("stdio")
