@@ -4,12 +4,14 @@ The tests launch it with ``sys.executable`` through the real clients (``mcp``'s
 ``stdio_client``, pydantic-ai's and openai-agents' stdio toolsets). Each start appends the
 process id to the file ``ORDERS_SERVER_STARTS`` names, so a test counts the processes started
 (a replay must start none). During a call the tool logs a line and reports progress: server
-notifications a replay must deliver in order.
+notifications a replay must deliver in order. With ``--http PORT`` it serves MCP over
+streamable HTTP on loopback instead (the HTTP tests start it, and stop it by its pid).
 """
 
 from __future__ import annotations
 
 import os
+import sys
 
 from mcp.server.mcpserver import Context, MCPServer
 
@@ -34,4 +36,7 @@ if __name__ == "__main__":
     if starts:
         with open(starts, "a", encoding="utf-8") as file:
             file.write(f"{os.getpid()}\n")
-    server.run("stdio")
+    if len(sys.argv) > 2 and sys.argv[1] == "--http":  # streamable HTTP on a loopback port
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run("stdio")

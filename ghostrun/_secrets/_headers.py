@@ -88,6 +88,11 @@ _RESPONSE_HEADERS = frozenset(
         "retry-after",
         "retry-after-ms",
         "x-should-retry",
+        # MCP over streamable HTTP: the session the server opened for this one connection.
+        # The client sends it back on each later request, and only with it does it open its
+        # GET listener and close with a DELETE, so replay makes the requests made live. A
+        # server-made id of a connection, not an account, and never a request credential.
+        "mcp-session-id",
         # Deprecation notices the SDKs surface.
         "warning",
         "deprecation",
