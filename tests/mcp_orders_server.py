@@ -12,8 +12,14 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.shared.exceptions import MCPDeprecationWarning
+
+# Logging to the client is deprecated in the newest MCP, yet servers still do it: a test needs
+# both kinds of notification, without the warning on every call.
+warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
 
 ORDERS = {
     "A123": "Order A123: shipped on 2026-11-30, 2 items, carrier ParcelCo.",

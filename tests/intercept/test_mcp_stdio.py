@@ -162,13 +162,6 @@ async def test_auto_records_then_replays_each_connection_in_order(
     assert server.started == 2
 
 
-async def test_outside_a_session_the_server_runs(server: Server) -> None:
-    with ghostrun.session(mode="replay"):
-        pass  # the roads were installed and restored
-    assert (await lookup(server))[-1][0] == "result"
-    assert server.started == 1
-
-
 # -- the frameworks -------------------------------------------------------------------------
 
 
