@@ -51,6 +51,7 @@ from .._core._lock import cassette_lock
 from .._core._modes import Mode
 from .._recording._deck import Deck
 from .._recording._session import current_deck, passing_through
+from .._recording._steps import ToolUse
 from .._secrets._memory import remember_secrets
 from .._store import _validate
 from .._store._formats import Frame, FrameEvent
@@ -58,6 +59,7 @@ from .._store._mcpcassette import (
     Connection,
     IdMap,
     Launch,
+    ToolCalls,
     canonical_message,
     connection_key,
     document,
@@ -225,6 +227,18 @@ def _stored(deck: Deck, launch: Launch, event: FrameEvent, secrets: frozenset[st
     return hooked(deck, _url(launch), redact_event(event, secrets), secrets)
 
 
+def _tool_step(
+    deck: Deck, launch: Launch, key: str, calls: ToolCalls, frame: Frame, recorded: bool
+) -> None:
+    """A server message that answers a ``tools/call``: a tool step of the trajectory."""
+    answered = calls.answered(frame)
+    if answered is not None:
+        tool, arguments, result, index = answered
+        server = server_name(launch)
+        use = ToolUse("mcp-stdio", server, tool, arguments, result, key, index, recorded)
+        deck.tool_used(use)
+
+
 class _Lines:
     """Bytes as they come, cut into lines (a message may span reads, a read hold several)."""
 
@@ -255,6 +269,7 @@ class Player:
         self.index = index
         self.script = Script(connection, deck.ignore, canonical_message)
         self.ids = IdMap()
+        self.calls = ToolCalls()
         self.sent = 0
         self.broken = False  # a message differed: requests answered with an error from then on
         self.lock = threading.Lock()
@@ -276,6 +291,7 @@ class Player:
                 if result is True:
                     recorded = self.script.events[self.script.position - 1]["client"]
                     self.ids.learn(recorded, frame)
+                    self.calls.sent(recorded)
                     return self._due()
                 self.broken = True
                 miss = self.deck.book(self._differs(result or None, frame))
@@ -291,6 +307,7 @@ class Player:
                 return out
             if event is None or "server" not in event:
                 return out
+            _tool_step(self.deck, self.launch, self.key, self.calls, event["server"], False)
             out.append(self.ids.answer(event["server"]))
 
     def _differs(self, recorded: Frame | None, sent: Frame) -> CacheMiss:
@@ -393,6 +410,7 @@ class Recorder:
     def __init__(self, deck: Deck, launch: Launch, key: str, secrets: frozenset[str]) -> None:
         self.deck, self.key, self.secrets = deck, key, secrets
         self.connection = Connection(launch)
+        self.calls = ToolCalls()
         self.lines = {"client": _Lines(), "server": _Lines()}
         self.lock = threading.Lock()
         self.done = False
@@ -401,8 +419,13 @@ class Recorder:
     def taped(self, side: str, data: bytes) -> None:
         with self.lock:
             for line in self.lines[side].feed(data):
-                event: Any = {side: encode_frame(line)}
-                self.connection.events.append(event)
+                frame = encode_frame(line)
+                self.connection.events.append({side: frame})  # type: ignore[misc]
+                if side == "client":
+                    self.calls.sent(frame)
+                else:
+                    launch = self.connection.launch
+                    _tool_step(self.deck, launch, self.key, self.calls, frame, True)
 
     def finish(self) -> None:
         """Write the connection (once); lines taped after this are not kept."""

@@ -32,7 +32,7 @@ from .._secrets._memory import request_secrets
 from .._secrets._scrub import scrub_text
 from .._store._keys import remove_field
 from .._store._render import render_body
-from .._store._trajectory import StepRecord, load_trajectory, trajectory_path
+from .._store._trajectory import StepRecord, load_trajectory, model_steps, trajectory_path
 from ._request import RequestInfo
 from ._steps import request_messages, settled
 from ._trajectory import test_identity
@@ -258,7 +258,7 @@ def _step_lines(
         return []  # the replay's own check says what is wrong with the file
     if found is None:
         return []
-    steps = [s for s in found["steps"] if s["session"] == deck.session_index]
+    steps = [s for s in model_steps(found["steps"]) if s["session"] == deck.session_index]
     position = len(settled(deck.steps))
     if position >= len(steps):
         return (

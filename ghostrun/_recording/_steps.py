@@ -36,8 +36,10 @@ __all__ = [
     "Step",
     "Tokens",
     "ToolCall",
+    "ToolUse",
     "answer_text",
     "endpoint",
+    "first_words",
     "model_name",
     "new_messages",
     "prompt_words",
@@ -76,6 +78,25 @@ class Step:
 
     def request_json(self) -> Any:
         return _loads(self.body)
+
+
+@dataclass(slots=True)
+class ToolUse:
+    """One tool call answered by an MCP server, as a session saw it: a tool step (DESIGN §3).
+
+    ``after``: how many model calls the session had made before it (`Deck.tool_used` sets
+    it), which places it among them in the trajectory.
+    """
+
+    transport: str  # "mcp-stdio", "mcp-http", "http"
+    server: str
+    tool: str
+    arguments: Any
+    result: str  # the result's whole text; the trajectory keeps its first words
+    key: str
+    index: int  # its place among the calls of its connection (MCP) or its cassette's run
+    recorded: bool
+    after: int = 0
 
 
 def model_name(body: Any, url: str) -> str | None:
@@ -350,6 +371,11 @@ def prompt_words(body: Any, count: int = _PROMPT_WORDS) -> str:
         text = body["prompt"]
     else:
         text = ""
+    return first_words(text, count)
+
+
+def first_words(text: str, count: int = _PROMPT_WORDS) -> str:
+    """The first ``count`` words of ``text``, and `` …`` if there were more."""
     words = text.split()
     return " ".join(words[:count]) + (" …" if len(words) > count else "")
 

@@ -23,7 +23,7 @@ import os
 import sys
 import threading
 import warnings
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .._core._config import resolve_on_unplayed
 from .._core._exceptions import UnplayedSteps, UnplayedStepsWarning
@@ -31,18 +31,40 @@ from .._core._modes import Mode
 from .._secrets._scrub import scrub_text
 from .._secrets._walk import map_strings
 from .._store._trajectory import (
+    AnyStep,
     StepRecord,
+    ToolStep,
     Trajectory,
     load_trajectory,
+    played_steps,
     trajectory_path,
     write_trajectory,
 )
-from ._steps import Step, endpoint, model_name, prompt_words, settled, tokens_used, tool_calls
+from ._steps import (
+    Step,
+    ToolUse,
+    endpoint,
+    first_words,
+    model_name,
+    prompt_words,
+    settled,
+    tokens_used,
+    tool_calls,
+)
 
 if TYPE_CHECKING:
     from ._deck import Deck
 
-__all__ = ["Tracker", "opened", "session_closed", "step_record", "swap", "test_identity"]
+__all__ = [
+    "Tracker",
+    "in_order",
+    "opened",
+    "session_closed",
+    "step_record",
+    "swap",
+    "test_identity",
+    "tool_record",
+]
 
 _SHOWN_UNPLAYED = 10
 
@@ -104,7 +126,7 @@ def session_closed(deck: Deck, failed: bool) -> Exception | None:
     ``failed``: the block ended with an error, so steps left unplayed are no news.
     """
     test = test_identity(deck)
-    steps = settled(deck.steps)
+    steps = in_order(deck)
     recorded_now = any(step.recorded for step in steps)
     if _tracker.recorded(test, recorded_now):
         _write(deck, test, steps)
@@ -114,13 +136,45 @@ def session_closed(deck: Deck, failed: bool) -> Exception | None:
     return _check(deck, test, len(steps))
 
 
-def _write(deck: Deck, test: str, steps: list[Step]) -> None:
+def in_order(deck: Deck) -> list[Step | ToolUse]:
+    """The session's model calls (`settled`) and tool calls, in the order they happened."""
+    raw, tools = deck.steps, deck.tools
+    kept = {id(step) for step in settled(raw)}
+    out: list[Step | ToolUse] = []
+    for position, step in enumerate(raw):
+        out += [tool for tool in tools if tool.after == position]
+        if id(step) in kept:
+            out.append(step)
+    return out + [tool for tool in tools if tool.after >= len(raw)]
+
+
+def _write(deck: Deck, test: str, steps: list[Step | ToolUse]) -> None:
     path = trajectory_path(deck.cassette_dir, test)
     earlier = load_trajectory(path)
-    index = deck.session_index
+    index, edits = deck.session_index, deck.hook_edits
     kept = [s for s in earlier["steps"] if s["session"] < index] if earlier else []
-    mine = [step_record(step, index, deck.hook_edits) for step in steps]
+    mine: list[AnyStep] = [
+        step_record(step, index, edits)
+        if isinstance(step, Step)
+        else tool_record(step, index, edits)
+        for step in steps
+    ]
     write_trajectory(deck.cassette_dir, Trajectory(version=1, test=test, steps=kept + mine))
+
+
+def tool_record(use: ToolUse, session: int, edits: dict[str, str] | None = None) -> ToolStep:
+    """A tool call as its trajectory file stores it, scrubbed as a model step is."""
+    return ToolStep(
+        kind="tool",
+        session=session,
+        transport=use.transport,  # type: ignore[typeddict-item]  # the road's own word
+        server=scrub_text(use.server, edits=edits),
+        tool=scrub_text(use.tool, edits=edits),
+        arguments=_scrubbed(use.arguments, edits),
+        result=scrub_text(first_words(use.result), edits=edits),
+        key=use.key,
+        response=use.index,
+    )
 
 
 def step_record(step: Step, session: int, edits: dict[str, str] | None = None) -> StepRecord:
@@ -151,7 +205,7 @@ def _check(deck: Deck, test: str, used: int) -> Exception | None:
     found = load_trajectory(path)
     if found is None:
         return None
-    mine = [s for s in found["steps"] if s["session"] == deck.session_index]
+    mine = [s for s in played_steps(found["steps"]) if s["session"] == deck.session_index]
     if used >= len(mine):
         return None
     policy = resolve_on_unplayed(deck.arguments.on_unplayed)
@@ -164,18 +218,16 @@ def _check(deck: Deck, test: str, used: int) -> Exception | None:
     return UnplayedSteps(message)
 
 
-def _unplayed_message(test: str, recorded: list[StepRecord], used: int, path: Any) -> str:
+def _unplayed_message(
+    test: str, recorded: list[StepRecord | ToolStep], used: int, path: Any
+) -> str:
     left = recorded[used:]
     lines = [
         f"ghostrun: {test} used {used} of the {len(recorded)} steps its trajectory recorded; "
         f"{len(left)} unplayed:"
     ]
     for number, step in enumerate(left[:_SHOWN_UNPLAYED], start=used + 1):
-        calls = ", ".join(call["name"] for call in step["tool_calls"])
-        said = f" -> called {calls}" if calls else ""
-        lines.append(
-            f"  step {number}: {step['method']} {step['endpoint']}: {step['prompt']!r}{said}"
-        )
+        lines.append(f"  step {number}: {_told(step)}")
     if len(left) > _SHOWN_UNPLAYED:
         lines.append(f"  ... and {len(left) - _SHOWN_UNPLAYED} more")
     lines.append(
@@ -185,3 +237,14 @@ def _unplayed_message(test: str, recorded: list[StepRecord], used: int, path: An
         'on_unplayed="warn" or "ignore" (session, configure(), GHOSTRUN_ON_UNPLAYED).'
     )
     return "\n".join(lines)
+
+
+def _told(step: StepRecord | ToolStep) -> str:
+    """One recorded step in a line: a model call and what it called, or a tool call."""
+    if step.get("kind") == "tool":
+        tool = cast(ToolStep, step)
+        return f"tool {tool['tool']} ({tool['transport']} {tool['server']}): -> {tool['result']!r}"
+    model = cast(StepRecord, step)
+    calls = ", ".join(call["name"] for call in model["tool_calls"])
+    said = f" -> called {calls}" if calls else ""
+    return f"{model['method']} {model['endpoint']}: {model['prompt']!r}{said}"

@@ -14,7 +14,8 @@ definition their code shares.
     cassette            CassetteFile: RequestRecord, ResponseRecord (BODY: `_bodies.Body`)
     WebSocket cassette  WebSocketFile: ConversationRecord, HandshakeRecord, FrameEvent
     MCP stdio cassette  McpStdioFile: McpConnectionRecord, LaunchRecord, FrameEvent
-    trajectory          TrajectoryFile: StepRecord, ToolCallRecord, TokensRecord
+    trajectory          TrajectoryFile: StepRecord (ToolCallRecord, TokensRecord), ToolStep,
+                        AnswerStep
     verdict             VerdictFile: DrawRecord
     run log             RunLogFile: RunLogEntry, AssertionRecord, UsedRecord, ...
 """
@@ -26,6 +27,8 @@ from typing import Any, Literal, NotRequired, TypedDict, final
 from .._wire._bodies import Body
 
 __all__ = [
+    "AnswerStep",
+    "AnyStep",
     "AssertionRecord",
     "Body",
     "CalibrationSummaryFile",
@@ -51,6 +54,7 @@ __all__ = [
     "StreamErrorRecord",
     "TokensRecord",
     "ToolCallRecord",
+    "ToolStep",
     "TrajectoryFile",
     "UsedRecord",
     "VerdictFile",
@@ -187,8 +191,10 @@ TokensRecord = TypedDict("TokensRecord", {"in": int, "out": int})
 
 
 class StepRecord(TypedDict):
-    """One step as the file stores it."""
+    """One model call as the file stores it (``kind`` absent in files written before tool
+    steps: they read as model steps)."""
 
+    kind: NotRequired[Literal["model"]]
     session: int
     method: str
     endpoint: str
@@ -200,13 +206,39 @@ class StepRecord(TypedDict):
     tokens: TokensRecord | None
 
 
+class ToolStep(TypedDict):
+    """A tool call answered by an MCP server or a declared tool host."""
+
+    kind: Literal["tool"]
+    session: int
+    transport: Literal["mcp-stdio", "mcp-http", "http"]
+    server: str  # "python orders_server.py"; for HTTP the host (with a port when not default)
+    tool: str  # the MCP tool's name; for an HTTP tool host "GET /tracking/{rest of path}"
+    arguments: Any  # the tools/call arguments, or the HTTP query or JSON body
+    result: str  # the first words of the result's text
+    key: str  # the exchange's cassette key (MCP: the connection's cassette)
+    response: int  # its index (MCP: the tools/call's place in that connection)
+
+
+class AnswerStep(TypedDict):
+    """The run's final answer: the first words of its last model step's text."""
+
+    kind: Literal["answer"]
+    session: int
+    text: str
+
+
+AnyStep = StepRecord | ToolStep | AnswerStep
+"""A step of any kind, as a trajectory file lists them."""
+
+
 @final
 class TrajectoryFile(TypedDict):
     """``trajectories/<test>.json``: a test's steps in order."""
 
     version: int
     test: str
-    steps: list[StepRecord]
+    steps: list[AnyStep]
 
 
 # -- verdict (``_judging._verdicts``) -------------------------------------------------------

@@ -69,6 +69,7 @@ __all__ = [
     "Connection",
     "IdMap",
     "Launch",
+    "ToolCalls",
     "canonical_message",
     "connection_key",
     "document",
@@ -76,6 +77,7 @@ __all__ = [
     "launch_secrets",
     "message_of",
     "parse_document",
+    "result_text",
     "server_name",
     "tool_called",
 ]
@@ -297,6 +299,49 @@ def tool_called(frame: Frame | None) -> tuple[str, Any] | None:
     if not isinstance(params, dict):
         return None
     return str(params.get("name")), params.get("arguments")
+
+
+class ToolCalls:
+    """The ``tools/call`` requests of one connection, paired with their answers as they pass.
+
+    Each answered call is ``(tool, arguments, result text, its place among the connection's
+    calls)``: a tool step of the trajectory (DESIGN §3).
+    """
+
+    def __init__(self) -> None:
+        self.pending: dict[bytes, tuple[str, Any, int]] = {}
+        self.count = 0
+
+    def sent(self, frame: Frame) -> None:
+        called, message = tool_called(frame), message_of(frame)
+        if called is not None and isinstance(message, dict) and "id" in message:
+            self.pending[orjson.dumps(message["id"])] = (*called, self.count)
+            self.count += 1
+
+    def answered(self, frame: Frame) -> tuple[str, Any, str, int] | None:
+        message = message_of(frame)
+        if not isinstance(message, dict) or "method" in message or "id" not in message:
+            return None
+        found = self.pending.pop(orjson.dumps(message["id"]), None)
+        if found is None:
+            return None
+        tool, arguments, index = found
+        return tool, arguments, result_text(message), index
+
+
+def result_text(message: dict[str, Any]) -> str:
+    """What a ``tools/call`` answer says: its text content joined, or its error's message."""
+    error = message.get("error")
+    if isinstance(error, dict):
+        return str(error.get("message", ""))
+    result = message.get("result")
+    content = result.get("content") if isinstance(result, dict) else None
+    texts = [
+        str(part["text"])
+        for part in content or []
+        if isinstance(part, dict) and isinstance(part.get("text"), str)
+    ]
+    return " ".join(texts)
 
 
 # -- the file ---------------------------------------------------------------------------------

@@ -2,6 +2,13 @@
 
     <cassette_dir>/trajectories/<test id, made safe>.json
 
+Steps are of three kinds (``kind``): model calls (below; ``kind`` absent or
+``"model"``), tool calls answered by an MCP server or a tool host
+(``{"kind": "tool", "session", "transport", "server", "tool", "arguments",
+"result", "key", "response"}``), and the run's final answer
+(``{"kind": "answer", "session", "text"}``), written last for each session
+that made a model call. `_formats` has each as a type.
+
     {
       "version": 1,
       "test": "tests/test_agent.py::test_refund",
@@ -38,14 +45,19 @@ from pathlib import Path
 
 from .._core._files import dump_json, write_atomic
 from . import _validate
-from ._formats import StepRecord, TrajectoryFile
+from ._formats import AnyStep, StepRecord, ToolStep, TrajectoryFile
 
 __all__ = [
     "FORMAT_VERSION",
     "TRAJECTORIES",
+    "AnyStep",
     "StepRecord",
+    "ToolStep",
     "Trajectory",
+    "cassette_keys",
     "load_trajectory",
+    "model_steps",
+    "played_steps",
     "trajectory_path",
     "write_trajectory",
 ]
@@ -79,6 +91,21 @@ def trajectory_path(cassette_dir: str | os.PathLike[str], test: str) -> Path:
 
 _paths: dict[tuple[str | os.PathLike[str], str], Path] = {}
 _KEPT_PATHS = 4096
+
+
+def model_steps(steps: list[AnyStep]) -> list[StepRecord]:
+    """The model calls among ``steps`` (a step without ``kind`` is one: an older file's)."""
+    return [s for s in steps if s.get("kind", "model") == "model"]  # type: ignore[misc]
+
+
+def played_steps(steps: list[AnyStep]) -> list[StepRecord | ToolStep]:
+    """The steps replay plays: model calls and tool calls, not the final answer."""
+    return [s for s in steps if s.get("kind", "model") != "answer"]  # type: ignore[misc]
+
+
+def cassette_keys(steps: list[AnyStep]) -> list[str]:
+    """The cassettes the steps name (an answer names none)."""
+    return [s["key"] for s in played_steps(steps)]
 
 
 def load_trajectory(path: str | os.PathLike[str]) -> Trajectory | None:

@@ -723,8 +723,33 @@ def _trajectory(document: Any, stem: str) -> None:
         _step(item, f"steps[{index}]")
 
 
+_TRANSPORTS = ("mcp-stdio", "mcp-http", "http")
+
+
 def _step(value: Any, where: str) -> None:
     step = _object(value, where)
+    kind = step.get("kind", "model")
+    if kind == "tool":
+        _tool_step(step, where)
+    elif kind == "answer":
+        _int(_required(step, "session", where), _child(where, "session"), 0)
+        _str(_required(step, "text", where), _child(where, "text"))
+    elif kind == "model":
+        _model_step(step, where)
+    else:
+        raise Invalid(_child(where, "kind"), f"unknown step kind {kind!r} (model, tool, answer)")
+
+
+def _tool_step(step: dict[str, Any], where: str) -> None:
+    for name in ("server", "tool", "result", "key"):
+        _str(_required(step, name, where), _child(where, name))
+    for name in ("session", "response"):
+        _int(_required(step, name, where), _child(where, name), 0)
+    _one_of(_required(step, "transport", where), _child(where, "transport"), _TRANSPORTS)
+    _required(step, "arguments", where)
+
+
+def _model_step(step: dict[str, Any], where: str) -> None:
     for name in ("method", "endpoint", "key", "prompt"):
         _str(_required(step, name, where), _child(where, name))
     for name in ("session", "response"):

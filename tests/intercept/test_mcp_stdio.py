@@ -211,14 +211,17 @@ async def record_then_replay(
 ) -> tuple[str, str]:
     provider.tool_plan = ["lookup_order"]
     hosts = [provider.base_url]
-    with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=hosts):
+    with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=hosts, name=run.__name__):
         live = await run(provider, server)
     assert server.started >= 1
     started, served = server.started, provider.served
     server.remove()
     provider.stop()
-    with ghostrun.session(mode="replay", cassette_dir=cassette_dir, hosts=hosts):
+    with ghostrun.session(
+        mode="replay", cassette_dir=cassette_dir, hosts=hosts, name=run.__name__
+    ) as replay:
         replayed = await run(provider, server)
+        ghostrun.expect_trajectory(replay).at_most_steps(2)  # model calls only: 1 tool call too
     assert server.started == started  # no process in replay
     assert provider.served == served  # no connection either
     return live, replayed
@@ -232,6 +235,33 @@ async def test_pydantic_ai_stdio_toolset_replays(
     assert "Order A123: shipped" in live  # the tool's answer reached the model
     kinds = {c.get("kind") for c in cassettes(cassette_dir)}
     assert "mcp-stdio" in kinds
+    assert_trajectory_tells_the_run(cassette_dir)
+
+
+def assert_trajectory_tells_the_run(cassette_dir: Path) -> None:
+    """Model call, the tool call the MCP server answered, model call (the final answer step
+    is the trajectory's own, not the road's)."""
+    (path,) = (cassette_dir / "trajectories").glob("*.json")
+    steps = [s for s in orjson.loads(path.read_bytes())["steps"] if s["session"] == 0]
+    assert [s.get("kind", "model") for s in steps if s.get("kind") != "answer"] == [
+        "model",
+        "tool",
+        "model",
+    ]
+    tool = steps[1]
+    (mcp_cassette,) = [c for c in cassettes(cassette_dir) if c.get("kind") == "mcp-stdio"]
+    assert tool == {
+        "kind": "tool",
+        "session": 0,
+        "transport": "mcp-stdio",
+        "server": "python orders_server.py",
+        "tool": "lookup_order",
+        "arguments": {"order_id": "A123"},
+        "result": "Order A123: shipped on 2026-11-30, 2 items, carrier …",
+        "key": mcp_cassette["key"],
+        "response": 0,
+    }
+    assert steps[0]["tool_calls"] == [{"name": "lookup_order", "arguments": {"order_id": "A123"}}]
 
 
 @pytest.mark.openai_agents
@@ -241,6 +271,7 @@ async def test_openai_agents_mcp_server_stdio_replays(
     live, replayed = await record_then_replay(agents_run, provider, server, cassette_dir)
     assert replayed == live
     assert "Order A123: shipped" in live
+    assert_trajectory_tells_the_run(cassette_dir)
 
 
 def test_doctor_lists_the_road() -> None:
