@@ -413,8 +413,11 @@ class Recorder:
         self.calls = ToolCalls()
         self.lines = {"client": _Lines(), "server": _Lines()}
         self.lock = threading.Lock()
+        self.done = True  # until the server started: a launch that failed writes nothing
+
+    def started(self) -> None:
         self.done = False
-        deck.on_close(self.finish)
+        self.deck.on_close(self.finish)  # a connection the client never closed
 
     def taped(self, side: str, data: bytes) -> None:
         with self.lock:
@@ -454,6 +457,7 @@ class TapedProcess:
         self._inner, self._recorder = process, recorder
         self.stdin = _TapedStdin(process.stdin, recorder)
         self.stdout = _TapedStdout(process.stdout, recorder)
+        recorder.started()
 
     def __getattr__(self, name: str) -> Any:  # stderr, pid, returncode, wait, kill, _process...
         return getattr(self._inner, name)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from helpers import ROOT, cassettes
 from simulator import ProviderSimulator
 
 import ghostrun
+from ghostrun._recording import _trajectory
 
 pytestmark = pytest.mark.anyio
 
@@ -160,6 +161,75 @@ async def test_auto_records_then_replays_each_connection_in_order(
         assert await lookup(server, "B456") == second
     assert replay.replayed == 2
     assert server.started == 2
+
+
+async def summarize(server: Server) -> list[str]:
+    """A tool whose server asks the client's model: the sampling request and the reply."""
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+    from mcp.types import CreateMessageResult, TextContent
+
+    asked: list[str] = []
+
+    async def sampling(context: Any, params: Any) -> CreateMessageResult:
+        asked.append(params.messages[0].content.text)
+        text = TextContent(type="text", text=f"short: {len(asked)} order")
+        return CreateMessageResult(role="assistant", content=text, model="client-model")
+
+    command, args = sys.executable, [str(server.script)]
+    params = StdioServerParameters(command=command, args=args, env=server.env)
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write, sampling_callback=sampling) as client:
+            await client.initialize()
+            result = await client.call_tool("summarize_order", {"order_id": "B456"})
+    return [*asked, result.content[0].text]  # type: ignore[union-attr]
+
+
+async def test_a_server_request_replays_and_the_clients_reply_is_matched(
+    server: Server, cassette_dir: Path
+) -> None:
+    with ghostrun.session(mode="record", cassette_dir=cassette_dir):
+        live = await summarize(server)
+    assert live == ["Order B456: refunded on 2026-11-28.", "summary: short: 1 order"]
+    server.remove()
+    with ghostrun.session(mode="replay", cassette_dir=cassette_dir):
+        assert await summarize(server) == live  # the client's model was asked again
+    assert server.started == 1
+
+
+@pytest.fixture
+def next_run() -> Iterator[None]:
+    """Each test's sessions counted afresh from here, as the next run's process counts them."""
+    saved = _trajectory.swap(_trajectory.Tracker())
+    yield
+    _trajectory.swap(saved)
+
+
+async def test_a_tool_call_left_unplayed_fails_the_replay(
+    server: Server, cassette_dir: Path, next_run: None
+) -> None:
+    with ghostrun.session(mode="record", cassette_dir=cassette_dir, name="two calls"):
+        await lookup(server)
+        await lookup(server, "B456")
+    server.remove()
+    _trajectory.swap(_trajectory.Tracker())  # the replay is the next run's
+    with pytest.raises(ghostrun.UnplayedSteps) as caught:
+        with ghostrun.session(mode="replay", cassette_dir=cassette_dir, name="two calls"):
+            await lookup(server)
+    message = str(caught.value)
+    assert "used 1 of the 2 steps" in message
+    assert "step 2: tool lookup_order (mcp-stdio python orders_server.py)" in message
+
+
+async def test_a_launch_that_fails_writes_nothing(cassette_dir: Path, tmp_path: Path) -> None:
+    from mcp import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(command=str(tmp_path / "no-such-server"))
+    with ghostrun.session(mode="record", cassette_dir=cassette_dir) as recording:
+        with pytest.raises(OSError):
+            async with stdio_client(params):
+                pass
+    assert recording.recorded == 0
+    assert not list(cassette_dir.glob("*.json"))
 
 
 # -- the frameworks -------------------------------------------------------------------------
