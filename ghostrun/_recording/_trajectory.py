@@ -45,6 +45,7 @@ from ._steps import (
     ToolUse,
     endpoint,
     first_words,
+    mcp_http_call,
     model_name,
     prompt_words,
     settled,
@@ -153,12 +154,13 @@ def _write(deck: Deck, test: str, steps: list[Step | ToolUse]) -> None:
     earlier = load_trajectory(path)
     index, edits = deck.session_index, deck.hook_edits
     kept = [s for s in earlier["steps"] if s["session"] < index] if earlier else []
-    mine: list[AnyStep] = [
-        step_record(step, index, edits)
-        if isinstance(step, Step)
-        else tool_record(step, index, edits)
-        for step in steps
-    ]
+    mine: list[AnyStep] = []
+    for step in steps:  # a tools/call over MCP's HTTP is a tool step, not a model call
+        use = mcp_http_call(step) if isinstance(step, Step) else step
+        if use is not None:
+            mine.append(tool_record(use, index, edits))
+        elif isinstance(step, Step):
+            mine.append(step_record(step, index, edits))
     write_trajectory(deck.cassette_dir, Trajectory(version=1, test=test, steps=kept + mine))
 
 

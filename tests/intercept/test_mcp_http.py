@@ -3,7 +3,8 @@
 The server (``tests/mcp_orders_server.py --http PORT``) runs on loopback while the client
 records in a child process, then is stopped by its pid; a fresh child process replays. The
 client only opens its GET listener and closes with a DELETE when the server gave it an
-``Mcp-Session-Id``, so the cassette must keep that header (``_secrets._headers``).
+``Mcp-Session-Id``, so the cassette must keep that header (``_secrets._headers``). Its
+``tools/call`` is a tool step of the trajectory (transport ``mcp-http``), not a model call.
 """
 
 from __future__ import annotations
@@ -103,3 +104,14 @@ def test_streamable_http_replays_every_request_in_a_fresh_process(
         json.loads(p.read_text())["request"]["method"] for p in sorted(cassette_dir.glob("*.json"))
     ]
     assert sorted(methods) == ["DELETE", "GET", "POST", "POST", "POST", "POST"]
+    (trajectory,) = (cassette_dir / "trajectories").glob("*.json")
+    (tool,) = [s for s in json.loads(trajectory.read_text())["steps"] if s.get("kind") == "tool"]
+    assert {k: v for k, v in tool.items() if k not in ("key", "response")} == {
+        "kind": "tool",
+        "session": 0,
+        "transport": "mcp-http",
+        "server": url.split("/")[2],
+        "tool": "lookup_order",
+        "arguments": {"order_id": "A123"},
+        "result": "Order A123: shipped on 2026-11-30, 2 items, carrier …",
+    }
