@@ -28,6 +28,9 @@ Which connection replays: the cassette key is the launch (`_mcpcassette`:
 command base name and arguments); the n-th connection with one launch in a
 session replays the n-th recorded one; past the last, ``replay`` repeats the
 last and ``auto`` records another.
+
+Each ``tools/call`` answered, taped or played, is told to the deck
+(`Deck.tool_used`): a tool step of the test's trajectory.
 """
 
 from __future__ import annotations

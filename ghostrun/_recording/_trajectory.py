@@ -1,8 +1,10 @@
 """Each test's trajectory: written when it records, checked when it replays (DESIGN §2, §3).
 
 A session keeps its steps (``Deck.steps``: each model call's request and
-response, by reference) from the moment its outermost block opens. When that
-block closes:
+response, by reference; ``Deck.tools``: each tool call an MCP server answered,
+placed among them) from the moment its outermost block opens. A ``tools/call``
+over MCP's streamable HTTP is one of its HTTP steps, written as the tool step it
+is (`_steps.mcp_http_call`). When that block closes:
 
 - if the session recorded a step (or an earlier session of the same test did,
   in this process), the test's trajectory file is rewritten: the steps of its

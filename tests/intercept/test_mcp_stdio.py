@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 import pytest
+from fresh import run_fresh
 from helpers import ROOT, cassettes
 from simulator import ProviderSimulator
 
@@ -86,6 +87,7 @@ async def lookup(server: Server, order_id: str = "A123") -> list[Any]:
     return seen
 
 
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
 async def test_mcp_client_replays_with_no_process(server: Server, cassette_dir: Path) -> None:
     with ghostrun.session(mode="record", cassette_dir=cassette_dir) as recording:
         live = await lookup(server)
@@ -145,6 +147,32 @@ async def test_replay_without_a_recording_starts_nothing(
             await lookup(server)
     assert "no recorded MCP stdio connection for `python orders_server.py`" in str(caught.value)
     assert "the server was not started" in str(caught.value)
+    assert server.started == 0
+
+
+def test_a_client_imported_after_the_session_opened_is_refused_too(tmp_path: Path) -> None:
+    """The road waits for ``mcp``: imported inside the session, its stdio client is hooked."""
+    server = Server(tmp_path / "server")
+    code = f"""
+import json, sys
+import anyio
+import ghostrun
+
+async def launch():
+    from mcp import StdioServerParameters, stdio_client  # imported now, inside the session
+
+    params = StdioServerParameters(command=sys.executable, args=[{str(server.script)!r}],
+                                   env={server.env!r})
+    async with stdio_client(params):
+        pass
+
+try:
+    with ghostrun.session(mode="replay", cassette_dir={str(tmp_path / "cassettes")!r}):
+        anyio.run(launch)
+except ghostrun.CacheMiss as miss:
+    print(json.dumps({{"refused": "no recorded MCP stdio connection" in str(miss)}}))
+"""
+    assert run_fresh(code) == {"refused": True}
     assert server.started == 0
 
 
