@@ -41,6 +41,12 @@ async def lookup_order(order_id: str, ctx: Context) -> str:
 
 
 @server.tool()
+def account() -> str:
+    """Which account the server uses (a server may echo its own token back)."""
+    return f"account token {os.environ.get('ORDERS_API_TOKEN', '')}"
+
+
+@server.tool()
 async def summarize_order(order_id: str, ctx: Context) -> str:
     """Summarize an order in the client's words: the server asks the client's model (sampling)."""
     asked = types.SamplingMessage(

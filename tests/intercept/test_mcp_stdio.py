@@ -62,7 +62,9 @@ def server(tmp_path: Path) -> Server:
     return Server(tmp_path / "server")
 
 
-async def lookup(server: Server, order_id: str = "A123") -> list[Any]:
+async def lookup(
+    server: Server, order_id: str = "A123", *, launch: tuple[str, ...] = (), tool: str = ""
+) -> list[Any]:
     """The mcp client's own way: what it was told, in the order it was told."""
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
@@ -74,9 +76,8 @@ async def lookup(server: Server, order_id: str = "A123") -> list[Any]:
     async def logged(params: Any) -> None:
         seen.append(("log", params.data))
 
-    params = StdioServerParameters(
-        command=sys.executable, args=[str(server.script)], env=server.env
-    )
+    args = [str(server.script), *launch]
+    params = StdioServerParameters(command=sys.executable, args=args, env=server.env)
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write, logging_callback=logged) as client:
             await client.initialize()
@@ -84,6 +85,9 @@ async def lookup(server: Server, order_id: str = "A123") -> list[Any]:
                 "lookup_order", {"order_id": order_id}, progress_callback=progress
             )
             seen.append(("result", result.content[0].text))  # type: ignore[union-attr]
+            if tool:
+                extra = await client.call_tool(tool, {})
+                seen.append(("result", extra.content[0].text))  # type: ignore[union-attr]
     return seen
 
 
@@ -106,21 +110,27 @@ async def test_mcp_client_replays_with_no_process(server: Server, cassette_dir: 
 async def test_the_cassette_holds_the_launch_and_no_secret(
     server: Server, cassette_dir: Path
 ) -> None:
-    with ghostrun.session(mode="record", cassette_dir=cassette_dir):
-        await lookup(server)
+    launch = ("--api-key", TOKEN)  # a key in the arguments too
+    with ghostrun.session(mode="record", cassette_dir=cassette_dir, name="secrets") as recording:
+        live = await lookup(server, launch=launch, tool="account")
+    assert live[-1] == ("result", f"account token {TOKEN}")  # what the test itself sees
     (cassette,) = cassettes(cassette_dir)
     assert cassette["kind"] == "mcp-stdio"
     (connection,) = cassette["connections"]
     assert connection["launch"] == {
         "command": "python",
-        "args": ["orders_server.py"],
+        "args": ["orders_server.py", "--api-key", "[REDACTED]"],
         "env": ["ORDERS_API_TOKEN", "ORDERS_SERVER_STARTS"],
         "cwd": None,
     }
+    assert recording.recorded == 1
     methods = [next(iter(m.values()))["json"].get("method") for m in connection["messages"]]
     assert methods[:3] == ["initialize", None, "notifications/initialized"]
     assert "tools/call" in methods and "notifications/progress" in methods
-    assert TOKEN not in "".join(p.read_text() for p in cassette_dir.rglob("*.json"))
+    written = list(cassette_dir.rglob("*.json"))
+    assert {p.parent.name for p in written} == {"cassettes", "trajectories"}
+    assert TOKEN not in "".join(p.read_text() for p in written)  # nor where the server echoed it
+    assert "account token [REDACTED]" in "".join(p.read_text() for p in written)
 
 
 async def test_a_changed_argument_is_a_miss_naming_the_tool(
