@@ -323,7 +323,7 @@ class Player:
             f"client message {self.sent}",
             "  A connection cannot be half replayed: re-record it with GHOSTRUN_MODE=record "
             "(or pytest --ghostrun-record) with the server's command available.",
-            *frame_diff(recorded, sent, f"{self.key}.json"),
+            *frame_diff(recorded, sent, f"{self.key}.json", "message"),
         ]
         return CacheMiss("\n".join(lines))
 

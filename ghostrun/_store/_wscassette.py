@@ -268,18 +268,19 @@ def conversation_key(url: str, first: Frame | None, ignore: Sequence[tuple[str, 
     return url_prefix(url) + match_key("WEBSOCKET", url, canonical)[16:]
 
 
-def frame_diff(recorded: Frame | None, sent: Frame, name: str) -> list[str]:
-    """A unified diff of a recorded client frame and the one just sent, as the HTTP miss shows."""
-    missing = ["(no more client frames were recorded)"]
+def frame_diff(recorded: Frame | None, sent: Frame, name: str, what: str = "frame") -> list[str]:
+    """A unified diff of a recorded client frame and the one just sent, as the HTTP miss shows
+    (``what``: what the client sends, a frame or an MCP message)."""
+    missing = [f"(no more client {what}s were recorded)"]
     theirs = missing if recorded is None else _lines(recorded)
     diff = list(
         difflib.unified_diff(
-            theirs, _lines(sent), f"recorded ({name})", "this frame", lineterm="", n=1
+            theirs, _lines(sent), f"recorded ({name})", f"this {what}", lineterm="", n=1
         )
     )
     if len(diff) > _MAX_DIFF_LINES:
         diff = [*diff[:_MAX_DIFF_LINES], f"... ({len(diff) - _MAX_DIFF_LINES} more diff lines)"]
-    return ["    " + line for line in diff] or ["    (the frames differ only in ignored ids)"]
+    return ["    " + line for line in diff] or [f"    (the {what}s differ only in ignored ids)"]
 
 
 def _lines(frame: Frame) -> list[str]:

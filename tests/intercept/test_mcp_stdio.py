@@ -146,6 +146,7 @@ async def test_a_changed_argument_is_a_miss_naming_the_tool(
     assert "tools/call of 'lookup_order'" in message
     assert '-params.arguments.order_id: "A123"' in message
     assert '+params.arguments.order_id: "B456"' in message
+    assert "+++ this message" in message
     assert server.started == 1
 
 
