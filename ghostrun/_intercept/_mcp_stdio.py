@@ -109,7 +109,8 @@ class McpStdioAdapter:
             raise UnsupportedLibrary(
                 f"mcp {metadata.version('mcp')} has no mcp.client.stdio.{HOOK}, the function "
                 "its stdio client starts a server with, which ghostrun replaces to record and "
-                "replay MCP servers over stdio. Install a supported mcp: pip install 'mcp>=1.9'."
+                "replay MCP servers over stdio. Install an mcp ghostrun supports "
+                "(docs/roads.md): pip install 'mcp>=2,<3'."
             )
         return True
 
