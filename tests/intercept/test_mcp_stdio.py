@@ -127,6 +127,8 @@ async def test_the_cassette_holds_the_launch_and_no_secret(
     methods = [next(iter(m.values()))["json"].get("method") for m in connection["messages"]]
     assert methods[:3] == ["initialize", None, "notifications/initialized"]
     assert "tools/call" in methods and "notifications/progress" in methods
+    (call,) = [m["client"]["json"] for m in connection["messages"] if "client" in m][2:3]
+    assert call["params"]["_meta"] == {"progressToken": call["id"]}  # a label, not a secret
     written = list(cassette_dir.rglob("*.json"))
     assert {p.parent.name for p in written} == {"cassettes", "trajectories"}
     assert TOKEN not in "".join(p.read_text() for p in written)  # nor where the server echoed it

@@ -220,9 +220,9 @@ TOOL_STEP = {
     [
         ({**TOOL_STEP, "kind": "robot"}, "steps[0].kind"),
         ({**TOOL_STEP, "transport": "carrier-pigeon"}, "steps[0].transport"),
-        ({k: v for k, v in TOOL_STEP.items() if k != "tool"}, "steps[0]"),
+        ({k: v for k, v in TOOL_STEP.items() if k != "tool"}, "steps[0].tool: missing"),
         ({**TOOL_STEP, "response": -1}, "steps[0].response"),
-        ({"kind": "answer", "session": 0}, "steps[0]"),
+        ({"kind": "answer", "session": 0}, "steps[0].text: missing"),
         ({"kind": "answer", "session": 0, "text": 3}, "steps[0].text"),
     ],
 )
