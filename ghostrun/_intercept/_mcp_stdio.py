@@ -22,7 +22,9 @@ the newline-delimited JSON-RPC messages; under a session it returns one of:
 
 In ``replay`` a launch with no recording is refused (`CacheMiss`) before any
 process starts, naming the command. Outside a session, and inside
-``bypass_interception``, the server starts as usual.
+``bypass_interception``, the server starts as usual. An mcp without `HOOK`
+leaves the road unhooked, and then mcp starting a server inside a session
+raises `UnsupportedLibrary` (`McpStdioAdapter.refuse`).
 
 Which connection replays: the cassette key is the launch (`_mcpcassette`:
 command base name and arguments); the n-th connection with one launch in a
@@ -39,6 +41,7 @@ import importlib
 import inspect
 import math
 import os
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -114,6 +117,16 @@ class McpStdioAdapter:
             )
         return True
 
+    def refuse(self, error: UnsupportedLibrary) -> Restore:
+        """The hook is missing: inside a session, mcp starting a server raises ``error``.
+
+        Installed on ``anyio.open_process``, which mcp's stdio client starts every
+        server with (a module attribute, looked up at each call), for calls from
+        mcp's own modules: never a server run live and unrecorded (DESIGN §1).
+        """
+        anyio = importlib.import_module("anyio")
+        return replace((anyio, "open_process", _refusing(anyio.open_process, str(error))))
+
     def install(self) -> Restore:
         stdio = self.stdio or importlib.import_module("mcp.client.stdio")
         # mcp asserts the anyio Process type before it kills a process tree.
@@ -140,6 +153,17 @@ def _hook(original: Callable[..., Any], stdio: ModuleType) -> Callable[..., Any]
 
     create_process.__wrapped__ = original  # type: ignore[attr-defined]
     return create_process
+
+
+def _refusing(original: Callable[..., Any], message: str) -> Callable[..., Any]:
+    async def open_process(*args: Any, **kwargs: Any) -> Any:
+        caller = str(sys._getframe(1).f_globals.get("__name__", ""))
+        if caller.partition(".")[0] == "mcp" and not passing_through() and current_deck():
+            raise UnsupportedLibrary(message)
+        return await original(*args, **kwargs)
+
+    open_process.__wrapped__ = original  # type: ignore[attr-defined]
+    return open_process
 
 
 def _inherited(stdio: ModuleType) -> frozenset[str]:

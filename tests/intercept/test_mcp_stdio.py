@@ -5,6 +5,11 @@ Through the real clients: ``mcp``'s ``ClientSession`` over ``stdio_client``, pyd
 launching ``tests/mcp_orders_server.py`` with ``sys.executable``. The server appends its pid
 to a file at every start, so each test counts the processes started; in replay the script is
 deleted first, so a server that would start could not.
+
+``mcp.client.stdio`` is imported with this module: ``stdio_client`` takes the ``sys.stderr``
+of the moment it is imported as its default log, and one imported later inside a test that
+captures output (``ghostrun doctor``'s, under ``capsys``) would hand servers a stream with no
+file descriptor.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import mcp.client.stdio  # now: its stdio_client binds sys.stderr as it imports
 import orjson
 import pytest
 from fresh import run_fresh
@@ -273,6 +279,27 @@ async def test_a_launch_that_fails_writes_nothing(cassette_dir: Path, tmp_path: 
     assert not list(cassette_dir.glob("*.json"))
 
 
+async def test_without_its_hook_a_server_is_refused_not_run_live(
+    server: Server, cassette_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An mcp that moved the function ghostrun replaces: the road is unhooked, and a launch
+    inside a session raises UnsupportedLibrary, in every mode, before any process starts."""
+    from ghostrun._intercept import _mcp_stdio, _patch
+
+    monkeypatch.setattr(_mcp_stdio, "HOOK", "_a_function_this_mcp_lacks")
+    _patch.forget_plan()
+    try:
+        for mode in ("record", "replay"):
+            with pytest.raises(ghostrun.UnsupportedLibrary, match=r"has no mcp\.client\.stdio"):
+                with ghostrun.session(mode=mode, cassette_dir=cassette_dir):
+                    await lookup(server)
+    finally:
+        _patch.forget_plan()
+    assert server.started == 0
+    assert (await lookup(server))[-1][0] == "result"  # outside a session: the server runs
+    assert server.started == 1
+
+
 # -- the frameworks -------------------------------------------------------------------------
 
 
@@ -290,12 +317,11 @@ async def pydantic_ai_run(provider: ProviderSimulator, server: Server) -> str:
     from pydantic_ai.providers.openai import OpenAIProvider
 
     transport = StdioTransport(sys.executable, [str(server.script)], env=server.env)
-    model = OpenAIChatModel(
-        "gpt-sim", provider=OpenAIProvider(openai_client=openai_client(provider))
-    )
-    agent = Agent(model, instructions="Use the tools.", toolsets=[MCPToolset(transport)])
-    async with agent:
-        result = await agent.run("Where is order A123?")
+    async with openai_client(provider) as client:  # closed in this test's event loop
+        model = OpenAIChatModel("gpt-sim", provider=OpenAIProvider(openai_client=client))
+        agent = Agent(model, instructions="Use the tools.", toolsets=[MCPToolset(transport)])
+        async with agent:
+            result = await agent.run("Where is order A123?")
     return str(result.output)
 
 
@@ -304,13 +330,14 @@ async def agents_run(provider: ProviderSimulator, server: Server) -> str:
     from agents.mcp import MCPServerStdio
 
     set_tracing_disabled(True)
-    model = OpenAIChatCompletionsModel(model="gpt-sim", openai_client=openai_client(provider))
     params = {"command": sys.executable, "args": [str(server.script)], "env": server.env}
-    async with MCPServerStdio(params=params, name="orders") as mcp_server:  # type: ignore[arg-type]
-        agent = Agent(
-            name="support", instructions="Use the tools.", model=model, mcp_servers=[mcp_server]
-        )
-        result = await Runner.run(agent, "Where is order A123?")
+    async with openai_client(provider) as client:  # closed in this test's event loop
+        model = OpenAIChatCompletionsModel(model="gpt-sim", openai_client=client)
+        async with MCPServerStdio(params=params, name="orders") as mcp_server:  # type: ignore[arg-type]
+            agent = Agent(
+                name="support", instructions="Use the tools.", model=model, mcp_servers=[mcp_server]
+            )
+            result = await Runner.run(agent, "Where is order A123?")
     return str(result.final_output)
 
 
@@ -396,7 +423,6 @@ def test_doctor_lists_the_road() -> None:
 
 
 def test_an_mcp_without_the_hook_is_unsupported(monkeypatch: pytest.MonkeyPatch) -> None:
-    import mcp.client.stdio
 
     from ghostrun._intercept import _mcp_stdio
 
