@@ -15,6 +15,8 @@
                   ``_grpc_aio`` hold the multi-callables and calls, ``_grpclink`` the
                   session side of one call, shared by both
     _grpctarget   a gRPC target read as gRPC's C core reads it: every address it may dial
+    _mcp_stdio    MCP servers a client launches over stdio (``mcp.client.stdio``'s process
+                  start): connections taped, or played with no process at all
 
     _guard        in replay, the refusal of any provider connection no road made
     _live         in replay, the hosts that went to the network unrecorded: said once each

@@ -25,7 +25,9 @@ and every other road installs as usual. While any road is unhooked the guard
 is held installed in every mode (the functions `on_unhooked` was given): the
 first call on that road toward a provider or session host, one whose stack
 holds the road's `Footprint`, raises `UnsupportedLibrary` before any byte is
-sent, never a silent unrecorded pass-through. `survey` says, road by road,
+sent, never a silent unrecorded pass-through; a road the guard cannot see (a
+subprocess: MCP over stdio) installs its adapter's ``refuse`` instead, which
+raises it. `survey` says, road by road,
 what ``ghostrun doctor`` prints. A library whose import
 began while the roads were installed, and is still running when they are
 installed again, is that import's to patch as it ends (`LateImports.ready`):
@@ -92,6 +94,7 @@ ROADS: tuple[str, ...] = (
     "_aiohttp_ws",  # aiohttp's ws_connect (WebSocket conversations)
     "_lm15",  # dspy's vendored HTTP client, its default engine from 3.4
     "_grpc",  # grpcio's sync channels and grpc.aio (xai-sdk, Vertex AI, Google clients)
+    "_mcp_stdio",  # mcp's stdio client: MCP servers an agent launches (pydantic-ai, openai-agents)
 )
 """The road modules of ``ghostrun._intercept``, in installation order."""
 
@@ -466,19 +469,26 @@ def forget_plan() -> None:
 def _install(adapters: list[Adapter]) -> list[Restore]:
     """Check them all, then install the ready ones; on an error none stays installed.
 
-    One that lacks its hook is left unhooked (`_leave_unhooked`).
+    One that lacks its hook is left unhooked (`_leave_unhooked`); one that
+    offers ``refuse(error)`` (a road the socket guard cannot see, such as a
+    subprocess) installs that instead: its calls raise the error.
     """
-    ready = []
+    ready: list[Adapter] = []
+    refusing: list[tuple[Any, UnsupportedLibrary]] = []
     for adapter in adapters:
         try:
             if adapter.check():
                 ready.append(adapter)
         except UnsupportedLibrary as error:
             _leave_unhooked(adapter, error)
+            if hasattr(adapter, "refuse"):
+                refusing.append((adapter, error))
     installed: list[Restore] = []
     try:
         for adapter in ready:
             installed.append(adapter.install())
+        for adapter, why in refusing:
+            installed.append(adapter.refuse(why))
     except BaseException:
         restore_all(installed)
         raise

@@ -47,7 +47,7 @@ from ._miss import forbidden, replay_miss
 from ._redaction import EntryRedactor
 from ._request import LazyHeaders, RequestInfo, describe
 from ._settings import Arguments, Redactor, Settings, check, current_test_id, resolve
-from ._steps import Step
+from ._steps import Step, ToolUse
 
 __all__ = [
     "Arguments",
@@ -114,6 +114,8 @@ class Deck:
         # The model calls of the session's latest entry, in order, by reference: its
         # trajectory (`_trajectory`) and what ``expect_trajectory`` reads.
         self.steps: list[Step] = []
+        # The tool calls MCP servers answered, each placed after the model calls before it.
+        self.tools: list[ToolUse] = []
         self.session_index = 0  # its place among the sessions of its test (`_trajectory`)
         self.depth = 0  # how many blocks of the session are open
         self._lock = threading.RLock()
@@ -225,6 +227,7 @@ class Deck:
             if self.depth == 0:
                 self._resolve()
                 self.steps = []
+                self.tools = []
                 self.session_index = _trajectory.opened(self)
             for entering in _hooks.entering:
                 entering(self)
@@ -407,6 +410,12 @@ class Deck:
         self.counts.book(miss)
         self.closing.unraised(miss)
         return miss
+
+    def tool_used(self, use: ToolUse) -> None:
+        """A tool call an MCP server answered: a tool step, after the model calls made so far."""
+        with self._lock:
+            use.after = len(self.steps)
+            self.tools.append(use)
 
     # -- WebSocket conversations (``_intercept._wslink``) ---------------------
 

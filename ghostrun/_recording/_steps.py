@@ -30,15 +30,18 @@ import orjson
 
 from .._store._cassette import Recording
 from .._store._formats import ChangedField, TokensRecord, ToolCallRecord
+from .._store._mcpcassette import result_text
 from .._wire._eventstream import read_frames
 
 __all__ = [
     "Step",
     "Tokens",
     "ToolCall",
+    "ToolUse",
     "answer_text",
     "endpoint",
     "first_words",
+    "mcp_http_call",
     "model_name",
     "new_messages",
     "prompt_words",
@@ -87,6 +90,61 @@ class Step:
 
     def request_json(self) -> Any:
         return _loads(self.body)
+
+
+@dataclass(slots=True)
+class ToolUse:
+    """One tool call answered by an MCP server, as a session saw it: a tool step (DESIGN §3).
+
+    ``after``: how many model calls the session had made before it (`Deck.tool_used` sets
+    it), which places it among them in the trajectory.
+    """
+
+    transport: str  # "mcp-stdio", "mcp-http", "http"
+    server: str
+    tool: str
+    arguments: Any
+    result: str  # the result's whole text; the trajectory keeps its first words
+    key: str
+    index: int  # its place among the calls of its connection (MCP) or its cassette's run
+    recorded: bool
+    after: int = 0
+
+
+def mcp_http_call(step: Step) -> ToolUse | None:
+    """A step that is a ``tools/call`` over MCP's streamable HTTP, as the tool call it is.
+
+    Its request is a JSON-RPC ``tools/call``; its answer the response (JSON, or an SSE
+    event of the stream) with the request's id. The server is the URL's host and port.
+    """
+    request = step.request_json()
+    if not isinstance(request, dict) or request.get("method") != "tools/call":
+        return None
+    if request.get("jsonrpc") != "2.0":
+        return None
+    params = request.get("params")
+    if not isinstance(params, dict):
+        params = {}
+    answer = next(
+        (
+            document
+            for document in step.documents()
+            if isinstance(document, dict)
+            and "method" not in document
+            and document.get("id") == request.get("id")
+        ),
+        None,
+    )
+    return ToolUse(
+        "mcp-http",
+        urlsplit(step.url).netloc,
+        str(params.get("name")),
+        params.get("arguments"),
+        "" if answer is None else result_text(answer),
+        step.key,
+        step.index,
+        step.recorded,
+    )
 
 
 def model_name(body: Any, url: str) -> str | None:

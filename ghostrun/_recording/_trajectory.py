@@ -1,11 +1,13 @@
 """Each test's trajectory: written when it records, checked when it replays (DESIGN §2, §3).
 
 A session keeps its steps (``Deck.steps``: each model call's request and
-response, by reference, and each exchange with a declared tool host) from the
-moment its outermost block opens. The file tells the whole run: a model step
-per model call, a tool step (``"kind": "tool"``, transport ``"http"``) per tool
-host exchange, and last the session's final answer (``"kind": "answer"``: the
-first words of its last model step's text). When that block closes:
+response, by reference, and each exchange with a declared tool host; ``Deck.tools``:
+each tool call an MCP server answered, placed among them) from the moment its outermost
+block opens. The file tells the whole run: a model step per model call, a tool step
+(``"kind": "tool"``) per tool host exchange, MCP ``tools/call`` (stdio, or over MCP's
+streamable HTTP: `_steps.mcp_http_call`), and last the session's final answer
+(``"kind": "answer"``: the first words of its last model step's text). When that block
+closes:
 
 - if the session recorded a step (or an earlier session of the same test did,
   in this process), the test's trajectory file is rewritten: the steps of its
@@ -27,7 +29,7 @@ import os
 import sys
 import threading
 import warnings
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
 
 from .._core._config import resolve_on_unplayed
@@ -35,9 +37,11 @@ from .._core._exceptions import UnplayedSteps, UnplayedStepsWarning
 from .._core._modes import Mode
 from .._secrets._scrub import scrub_text
 from .._secrets._walk import map_strings
-from .._store._formats import AnswerStep, AnyStep, ToolStep
+from .._store._formats import AnswerStep
 from .._store._trajectory import (
+    AnyStep,
     StepRecord,
+    ToolStep,
     Trajectory,
     load_trajectory,
     played,
@@ -46,9 +50,11 @@ from .._store._trajectory import (
 )
 from ._steps import (
     Step,
+    ToolUse,
     answer_text,
     endpoint,
     first_words,
+    mcp_http_call,
     model_name,
     prompt_words,
     settled,
@@ -65,12 +71,14 @@ if TYPE_CHECKING:
 __all__ = [
     "Tracker",
     "answer_record",
+    "in_order",
     "opened",
     "played",
     "session_closed",
     "step_record",
     "swap",
     "test_identity",
+    "tool_record",
 ]
 
 _SHOWN_UNPLAYED = 10
@@ -133,7 +141,7 @@ def session_closed(deck: Deck, failed: bool) -> Exception | None:
     ``failed``: the block ended with an error, so steps left unplayed are no news.
     """
     test = test_identity(deck)
-    steps = settled(deck.steps)
+    steps = in_order(deck)
     recorded_now = any(step.recorded for step in steps)
     if deck.mode is Mode.REBASE and failed:
         return None  # a rebase that missed keeps the recorded trajectory: it is re-recorded
@@ -145,13 +153,31 @@ def session_closed(deck: Deck, failed: bool) -> Exception | None:
     return _check(deck, test, len(steps))
 
 
-def _write(deck: Deck, test: str, steps: list[Step]) -> None:
+def in_order(deck: Deck) -> list[Step | ToolUse]:
+    """The session's model calls (`settled`) and tool calls, in the order they happened."""
+    raw, tools = deck.steps, deck.tools
+    kept = {id(step) for step in settled(raw)}
+    out: list[Step | ToolUse] = []
+    for position, step in enumerate(raw):
+        out += [tool for tool in tools if tool.after == position]
+        if id(step) in kept:
+            out.append(step)
+    return out + [tool for tool in tools if tool.after >= len(raw)]
+
+
+def _write(deck: Deck, test: str, steps: list[Step | ToolUse]) -> None:
     path = trajectory_path(deck.cassette_dir, test)
     earlier = load_trajectory(path)
-    index = deck.session_index
+    index, edits = deck.session_index, deck.hook_edits
     kept = [s for s in earlier["steps"] if s["session"] < index] if earlier else []
-    mine: list[AnyStep] = [step_record(step, index, deck.hook_edits) for step in steps]
-    answer = answer_record(steps, index, deck.hook_edits)
+    mine: list[AnyStep] = []
+    for step in steps:  # a tools/call over MCP's HTTP is a tool step, not a model call
+        use = mcp_http_call(step) if isinstance(step, Step) else step
+        if use is not None:
+            mine.append(tool_record(use, index, edits))
+        elif isinstance(step, Step):
+            mine.append(step_record(step, index, edits))
+    answer = answer_record([s for s in steps if isinstance(s, Step)], index, edits)
     if answer is not None:
         mine.append(answer)
     write_trajectory(deck.cassette_dir, Trajectory(version=1, test=test, steps=kept + mine))
@@ -161,11 +187,27 @@ def answer_record(
     steps: list[Step], session: int, edits: dict[str, str] | None = None
 ) -> AnswerStep | None:
     """The session's final answer: its last model step's first words; None without one."""
-    models = [step for step in steps if not step.tool]
+    models = [step for step in steps if not step.tool and mcp_http_call(step) is None]
     if not models:
         return None
     text = first_words(answer_text(models[-1].documents()))
     return AnswerStep(kind="answer", session=session, text=scrub_text(text, edits=edits))
+
+
+def tool_record(use: ToolUse, session: int, edits: dict[str, str] | None = None) -> ToolStep:
+    """A tool call an MCP server answered, as its trajectory file stores it, scrubbed as a
+    model step is."""
+    return ToolStep(
+        kind="tool",
+        session=session,
+        transport=use.transport,  # type: ignore[typeddict-item]  # the road's own word
+        server=scrub_text(use.server, edits=edits),
+        tool=scrub_text(use.tool, edits=edits),
+        arguments=_scrubbed(use.arguments, edits),
+        result=scrub_text(first_words(use.result), edits=edits),
+        key=use.key,
+        response=use.index,
+    )
 
 
 def step_record(
@@ -254,11 +296,11 @@ def _unplayed_message(
 
 
 def _told(step: StepRecord | ToolStep) -> str:
-    """A recorded step in one line, as the unplayed message lists it."""
+    """One recorded step in a line: a model call and what it called, or a tool call."""
     if step.get("kind") == "tool":
-        tool: ToolStep = step  # type: ignore[assignment]  # narrowed by kind
-        return f"tool {tool['tool']} on {tool['server']} -> {tool['result']!r}"
-    model: StepRecord = step  # type: ignore[assignment]
+        tool = cast(ToolStep, step)
+        return f"tool {tool['tool']} ({tool['transport']} {tool['server']}): -> {tool['result']!r}"
+    model = cast(StepRecord, step)
     calls = ", ".join(call["name"] for call in model["tool_calls"])
     said = f" -> called {calls}" if calls else ""
     return f"{model['method']} {model['endpoint']}: {model['prompt']!r}{said}"

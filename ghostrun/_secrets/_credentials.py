@@ -65,6 +65,8 @@ HARMLESS_NAMES: Mapping[str, str] = {
     " so it must stay in the match key",
     "pagetoken": "a pagination cursor (Google APIs' pageToken), handed out by the server",
     "nextpagetoken": "the pagination cursor a list response hands back",
+    "progresstoken": "MCP's progress token: a label the client picks to match progress"
+    " notifications to its request",
     "author": "who wrote a text: content, not authentication",
     "authors": "who wrote a text: content, not authentication",
 }

@@ -8,6 +8,7 @@ identifies an account or holds a credential; anything else goes.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 
 from ._credentials import CREDENTIAL_STARTS, is_credential_name, squash
 
@@ -135,6 +136,13 @@ _IDENTIFYING_WORDS = frozenset(
         "subscription",
     }
 )
+# Names the identifying rule would drop ("session"), kept because replay cannot make the
+# requests made live without them; each with why it identifies no account.
+_KEPT_DESPITE_THEIR_NAME: Mapping[str, str] = {
+    "mcp-session-id": "MCP over streamable HTTP: the id the server made for this one "
+    "connection. The client sends it back on each later request, and only with it does it "
+    "open its GET listener and close with a DELETE: without it, replay makes other requests",
+}
 SUBPROTOCOLS = "sec-websocket-protocol"
 """The handshake header (or the adapters' pseudo-header) listing offered subprotocols."""
 
@@ -150,6 +158,8 @@ def keep_response_header(name: str) -> bool:
     then, in a provider's family, unless it identifies or holds a credential."""
     name = name.lower()
     if name in _RESPONSE_HEADERS or name.startswith(_STANDARD_FAMILIES):
+        return True
+    if name in _KEPT_DESPITE_THEIR_NAME:
         return True
     return name.startswith(_PROVIDER_FAMILIES) and not _identifying_response_header(name)
 

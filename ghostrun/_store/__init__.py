@@ -5,6 +5,7 @@
     _cassette     one request's cassette: its responses, runs and writes
     _wscassette   a WebSocket conversation's cassette (I/O-free)
     _wsredact     a WebSocket conversation as it may be written: its credentials masked
+    _mcpcassette  an MCP stdio connection's cassette: launch, key, lenient ids (I/O-free)
     _trajectory   a test's trajectory file: its steps in order (path, format, writes)
     _grpcreply    a gRPC call's outcome as its cassette stores it (I/O-free)
     _validate     the one loader of every versioned file: cassettes, verdicts, run logs

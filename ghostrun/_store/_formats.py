@@ -13,6 +13,7 @@ definition their code shares.
 
     cassette            CassetteFile: RequestRecord, ResponseRecord (BODY: `_bodies.Body`)
     WebSocket cassette  WebSocketFile: ConversationRecord, HandshakeRecord, FrameEvent
+    MCP stdio cassette  McpStdioFile: McpConnectionRecord, LaunchRecord, FrameEvent
     trajectory          TrajectoryFile: StepRecord (model), ToolStep, AnswerStep,
                         ToolCallRecord, TokensRecord, ChangedField
     verdict             VerdictFile: DrawRecord
@@ -40,6 +41,9 @@ __all__ = [
     "FrameEvent",
     "HandshakeRecord",
     "Headers",
+    "LaunchRecord",
+    "McpConnectionRecord",
+    "McpStdioFile",
     "MissRecord",
     "PreviousRecord",
     "RequestRecord",
@@ -150,6 +154,33 @@ class WebSocketFile(TypedDict):
     conversations: list[ConversationRecord]
 
 
+# -- MCP stdio cassette (`_mcpcassette`) ----------------------------------------------------
+
+
+class LaunchRecord(TypedDict):
+    """How the client launched the server: environment names, never values."""
+
+    command: str
+    args: list[str]
+    env: list[str]
+    cwd: str | None
+
+
+class McpConnectionRecord(TypedDict):
+    launch: LaunchRecord
+    messages: list[FrameEvent]  # each {"client": FRAME} or {"server": FRAME}, json or text
+
+
+@final
+class McpStdioFile(TypedDict):
+    """An MCP-over-stdio cassette: one server launch, its connections in order."""
+
+    version: int
+    kind: Literal["mcp-stdio"]
+    key: str
+    connections: list[McpConnectionRecord]
+
+
 # -- trajectory (`_trajectory`) ------------------------------------------------------------
 
 
@@ -213,6 +244,7 @@ class AnswerStep(TypedDict):
 
 
 AnyStep = StepRecord | ToolStep | AnswerStep
+"""A step of any kind, as a trajectory file lists them."""
 
 
 @final

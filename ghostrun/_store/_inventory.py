@@ -35,7 +35,7 @@ from .._core._lock import is_held, try_remove_stale_lock
 from .._core._words import plural
 from . import _validate
 from ._formats import RunLogFile
-from ._trajectory import TRAJECTORIES, played
+from ._trajectory import TRAJECTORIES, cassette_keys
 
 __all__ = ["TEMP_MAX_AGE", "Inventory", "partial_run", "remove", "take"]
 
@@ -84,7 +84,7 @@ def _trajectory(path: Path, found: Inventory) -> None:
     if document is None:
         return
     found.trajectories.append(path)
-    found.trajectory_keys.update(step["key"] for step in played(document["steps"]))
+    found.trajectory_keys.update(cassette_keys(document["steps"]))
 
 
 def _sort(path: Path, kind: _validate.Kind, into: list[Path], foreign: list[Path]) -> None:

@@ -2,6 +2,13 @@
 
     <cassette_dir>/trajectories/<test id, made safe>.json
 
+Steps are of three kinds (``kind``): model calls (below; ``kind`` absent or
+``"model"``), tool calls answered by an MCP server or a tool host
+(``{"kind": "tool", "session", "transport", "server", "tool", "arguments",
+"result", "key", "response"}``), and the run's final answer
+(``{"kind": "answer", "session", "text"}``), written last for each session
+that made a model call. `_formats` has each as a type.
+
     {
       "version": 1,
       "test": "tests/test_agent.py::test_refund",
@@ -53,9 +60,13 @@ from ._formats import AnyStep, StepRecord, ToolStep, TrajectoryFile
 __all__ = [
     "FORMAT_VERSION",
     "TRAJECTORIES",
+    "AnyStep",
     "StepRecord",
+    "ToolStep",
     "Trajectory",
+    "cassette_keys",
     "load_trajectory",
+    "model_steps",
     "played",
     "trajectory_path",
     "write_trajectory",
@@ -95,6 +106,16 @@ _KEPT_PATHS = 4096
 def played(steps: list[AnyStep]) -> list[StepRecord | ToolStep]:
     """The steps a replay plays, in order: model and tool steps, not the answer."""
     return [step for step in steps if step.get("kind") != "answer"]  # type: ignore[misc]  # narrowed by kind
+
+
+def model_steps(steps: list[AnyStep]) -> list[StepRecord]:
+    """The model calls among ``steps`` (a step without ``kind`` is one: an older file's)."""
+    return [s for s in steps if s.get("kind", "model") == "model"]  # type: ignore[misc]
+
+
+def cassette_keys(steps: list[AnyStep]) -> list[str]:
+    """The cassettes the steps name (an answer names none)."""
+    return [s["key"] for s in played(steps)]
 
 
 def load_trajectory(path: str | os.PathLike[str]) -> Trajectory | None:

@@ -46,12 +46,14 @@ from .._wire._eventstream import decode_chunks
 from ._formats import (
     CalibrationSummaryFile,
     CassetteFile,
+    McpStdioFile,
     RunLogFile,
     TrajectoryFile,
     VerdictFile,
     WebSocketFile,
 )
 from ._limits import LIMITS, header_problem, json_depth, limit_message
+from ._mcpcassette import parse_document as parse_mcp_document
 from ._wscassette import parse_document
 
 __all__ = [
@@ -89,6 +91,7 @@ READABLE_VERSIONS: dict[Kind, tuple[int, ...]] = {
 Document = (
     CassetteFile
     | WebSocketFile
+    | McpStdioFile
     | VerdictFile
     | RunLogFile
     | TrajectoryFile
@@ -137,7 +140,7 @@ class NewerFormat(CassetteError):
 @overload
 def load(
     path: str | os.PathLike[str], kind: Literal["cassette"]
-) -> CassetteFile | WebSocketFile | None: ...
+) -> CassetteFile | WebSocketFile | McpStdioFile | None: ...
 @overload
 def load(path: str | os.PathLike[str], kind: Literal["verdict"]) -> VerdictFile | None: ...
 @overload
@@ -528,6 +531,9 @@ def _cassette(document: Any, stem: str) -> None:
     if found.get("kind") == "websocket":  # a WebSocket conversation, checked by its own module
         _websocket(found)
         return
+    if found.get("kind") == "mcp-stdio":  # MCP stdio connections, likewise
+        _mcp_stdio(found)
+        return
     _request(_required(found, "request", ""), "request")
     responses = _list(_required(found, "responses", ""), "responses", non_empty=True)
     _at_most(responses, "responses", "responses")
@@ -549,6 +555,16 @@ def _websocket(document: dict[str, Any]) -> None:
             _str(value, _child(headers, name))
         _replayed_headers(conversation.response_headers, headers)
         _opt_subprotocol(conversation.subprotocol, f"{where}.handshake.subprotocol")
+
+
+def _mcp_stdio(document: dict[str, Any]) -> None:
+    try:
+        connections = parse_mcp_document(document, "")
+    except (TypeError, ValueError) as exc:
+        raise Invalid("", str(exc)) from None
+    _at_most(connections, "connections", "conversations")
+    for index, connection in enumerate(connections):
+        _at_most(connection.events, f"connections[{index}].messages", "frames")
 
 
 def _opt_subprotocol(value: str | None, where: str) -> None:

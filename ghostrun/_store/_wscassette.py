@@ -54,7 +54,7 @@ import difflib
 import json
 import re
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
@@ -268,18 +268,19 @@ def conversation_key(url: str, first: Frame | None, ignore: Sequence[tuple[str, 
     return url_prefix(url) + match_key("WEBSOCKET", url, canonical)[16:]
 
 
-def frame_diff(recorded: Frame | None, sent: Frame, name: str) -> list[str]:
-    """A unified diff of a recorded client frame and the one just sent, as the HTTP miss shows."""
-    missing = ["(no more client frames were recorded)"]
+def frame_diff(recorded: Frame | None, sent: Frame, name: str, what: str = "frame") -> list[str]:
+    """A unified diff of a recorded client frame and the one just sent, as the HTTP miss shows
+    (``what``: what the client sends, a frame or an MCP message)."""
+    missing = [f"(no more client {what}s were recorded)"]
     theirs = missing if recorded is None else _lines(recorded)
     diff = list(
         difflib.unified_diff(
-            theirs, _lines(sent), f"recorded ({name})", "this frame", lineterm="", n=1
+            theirs, _lines(sent), f"recorded ({name})", f"this {what}", lineterm="", n=1
         )
     )
     if len(diff) > _MAX_DIFF_LINES:
         diff = [*diff[:_MAX_DIFF_LINES], f"... ({len(diff) - _MAX_DIFF_LINES} more diff lines)"]
-    return ["    " + line for line in diff] or ["    (the frames differ only in ignored ids)"]
+    return ["    " + line for line in diff] or [f"    (the {what}s differ only in ignored ids)"]
 
 
 def _lines(frame: Frame) -> list[str]:
@@ -303,23 +304,36 @@ class Script:
     or the recorded frame it differs from (``None``: no more were recorded).
     """
 
-    def __init__(self, conversation: Conversation, ignore: Sequence[tuple[str, ...]]) -> None:
+    def __init__(
+        self,
+        conversation: Conversation | Any,
+        ignore: Sequence[tuple[str, ...]],
+        canonical: Callable[[Frame, Sequence[tuple[str, ...]]], bytes] | None = None,
+    ) -> None:
+        """``conversation``: anything with ``events`` (an MCP connection too); ``canonical``:
+        how a client frame is compared (`canonical_frame` unless given)."""
         self.conversation = conversation
-        self.events = conversation.events
+        self.events: list[FrameEvent] = conversation.events
         self.ignore = ignore
+        self.canonical = canonical or canonical_frame
         self.position = 0
         self.due: deque[FrameEvent] = deque()
 
     def next_server(self) -> str | bytes | Close | None:
+        event = self.next_server_event()
+        return None if event is None else _server_event(event)
+
+    def next_server_event(self) -> FrameEvent | None:
+        """`next_server`, as recorded (``{"server": FRAME}`` or ``{"close": ...}``)."""
         if self.due:
-            return _server_event(self.due.popleft())
+            return self.due.popleft()
         if self.position >= len(self.events):
             raise EOFError("the recorded conversation ends here")
         event = self.events[self.position]
         if "client" in event or event.get("close", {}).get("by") == "client":
             return None
         self.position += 1
-        return _server_event(event)
+        return event
 
     def skip_server(self, count: int) -> None:
         """Pass over the greeting frames already handed out from another recording."""
@@ -333,7 +347,7 @@ class Script:
             self.position += 1
         event: FrameEvent = self.events[self.position] if self.position < len(self.events) else {}
         recorded = event.get("client")
-        if recorded is not None and canonical_frame(recorded, self.ignore) == canonical_frame(
+        if recorded is not None and self.canonical(recorded, self.ignore) == self.canonical(
             sent, self.ignore
         ):
             self.position += 1

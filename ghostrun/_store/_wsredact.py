@@ -24,7 +24,7 @@ from .._secrets._walk import strings
 from ._formats import FrameEvent
 from ._wscassette import Conversation
 
-__all__ = ["redact_conversation", "redact_event", "secrets_of"]
+__all__ = ["redact_conversation", "redact_event", "redact_events", "secrets_of"]
 
 _EPHEMERAL = MINTED_SHAPES
 """Ephemeral client secrets a provider mints (Realtime session tokens, ``ek_…``): masked
@@ -69,6 +69,12 @@ def redact_conversation(
         handshake["response"]["headers"],
         events,
     )
+
+
+def redact_events(events: list[FrameEvent], secrets: frozenset[str]) -> list[FrameEvent]:
+    """Frames as they may be written, without a handshake (an MCP connection's messages):
+    masked one by one and across frames, as `redact_conversation` masks a conversation's."""
+    return [redact_event(event, secrets) for event in _across_frames(events, secrets)]
 
 
 def _across_frames(events: list[FrameEvent], secrets: frozenset[str]) -> list[FrameEvent]:

@@ -1,5 +1,8 @@
 """``ghostrun show``: a cassette or a verdict file as a person reads it.
 
+A WebSocket or MCP stdio cassette shows its handshake or launch, then one line
+per frame or JSON-RPC message, client and server.
+
 The request and each response, JSON pretty-printed, and a stream reassembled
 into the text it carried (OpenAI, Anthropic and Gemini SSE, Ollama NDJSON); a
 stream we cannot read is shown as its raw chunks.
@@ -21,7 +24,7 @@ from .._core import _safe_text as safe
 from .._core._files import parse_json
 from .._core._words import plural
 from .._recording._steps import tool_calls
-from .._store._formats import CassetteFile, Headers, VerdictFile, WebSocketFile
+from .._store._formats import CassetteFile, Headers, McpStdioFile, VerdictFile, WebSocketFile
 from .._store._validate import Document, Kind
 from .._wire._bodies import MODIFIERS
 
@@ -49,6 +52,8 @@ def render_file(path: Path, document: Document) -> str:
     found: Mapping[str, Any] = document  # which format it is: by its content, as `kind_of` says
     if found.get("kind") == "websocket":
         return safe.terminal(render_websocket(path, cast(WebSocketFile, document)))
+    if found.get("kind") == "mcp-stdio":
+        return safe.terminal(render_mcp(path, cast(McpStdioFile, document)))
     if kind_of(path, document) == "verdict":
         return safe.terminal(render_verdict(path, cast(VerdictFile, document)))
     return safe.terminal(render_cassette(path, cast(CassetteFile, document)))
@@ -97,6 +102,22 @@ def render_websocket(path: Path, cassette: WebSocketFile) -> str:
             *_headers(handshake.get("headers") or {}),
         ]
         lines += [_frame_line(event) for event in conversation.get("frames") or []]
+    return "\n".join(lines) + "\n"
+
+
+def render_mcp(path: Path, cassette: McpStdioFile) -> str:
+    """An MCP stdio cassette: each connection's launch, then one line per JSON-RPC message."""
+    connections = cassette.get("connections") or []
+    lines = [f"mcp stdio cassette {cassette.get('key', path.stem)}  ({path})"]
+    for index, connection in enumerate(connections, 1):
+        launch = connection.get("launch") or {}
+        command = " ".join([str(launch.get("command", "?")), *map(str, launch.get("args") or [])])
+        lines += ["", f"CONNECTION {index} of {len(connections)}", f"LAUNCH {command}"]
+        if launch.get("env"):
+            lines.append(f"  env (names only): {', '.join(map(str, launch['env']))}")
+        if launch.get("cwd"):
+            lines.append(f"  cwd: {launch['cwd']}")
+        lines += [_frame_line(event) for event in connection.get("messages") or []]
     return "\n".join(lines) + "\n"
 
 

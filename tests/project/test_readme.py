@@ -256,6 +256,10 @@ SKIPPED_BY_DESIGN = {
     "ghostrun: tests/test_agent.py::test_refund used": "checked by "
     "tests/recording/test_trajectory.py",
     "step 2 of 3 of tests/test_agent.py": "checked by tests/recording/test_trajectory.py",
+    "ghostrun: an MCP message to `python orders_server.py`": "an MCP miss, checked by "
+    "tests/intercept/test_mcp_stdio.py",
+    "ghostrun: no recorded MCP stdio connection": "the MCP refusal, checked by "
+    "tests/intercept/test_mcp_stdio.py",
     "tests/test_agent.py::test_refund": "a test id, as the identity rule gives it",
     "UnlistedHostWarning: ghostrun: in replay mode": "the warning "
     "tests/intercept/test_unlisted_hosts.py checks",

@@ -270,6 +270,7 @@ def test_property_the_exact_fast_check_skips_only_entries_without_the_secret(
         ("x-amzn-bedrock-input-token-count", True),  # a count, not a token
         ("x-ratelimit-limit-tokens", True),
         ("openai-processing-ms", True),
+        ("mcp-session-id", True),  # MCP over HTTP: without it replay makes other requests
         ("x-amzn-passwd", False),  # the rule's table, not a copy of it
         ("x-amzn-session-token", False),
         ("x-goog-api-key", False),

@@ -1,0 +1,117 @@
+"""MCP over streamable HTTP (mcp 2.x) on a listed host: replay makes the requests made live.
+
+The server (``tests/mcp_orders_server.py --http PORT``) runs on loopback while the client
+records in a child process, then is stopped by its pid; a fresh child process replays. The
+client only opens its GET listener and closes with a DELETE when the server gave it an
+``Mcp-Session-Id``, so the cassette must keep that header (``_secrets._headers``). Its
+``tools/call`` is a tool step of the trajectory (transport ``mcp-http``), not a model call.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from helpers import ROOT, run_python
+
+SERVER = ROOT / "tests" / "mcp_orders_server.py"
+
+CLIENT = """
+import json, sys
+import anyio
+import ghostrun
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+url, cassette_dir, host = sys.argv[1], sys.argv[2], sys.argv[3]
+
+async def main():
+    with ghostrun.session(cassette_dir=cassette_dir, hosts=[host], name="mcp-http") as s:
+        async with streamable_http_client(url) as (read, write):
+            async with ClientSession(read, write) as client:
+                await client.initialize()
+                result = await client.call_tool("lookup_order", {"order_id": "A123"})
+    print(json.dumps({"text": result.content[0].text, "recorded": s.recorded,
+                      "replayed": s.replayed}))
+
+anyio.run(main)
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _wait_for(port: int, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and process.poll() is None:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError("the MCP HTTP server did not start")
+
+
+@pytest.fixture
+def http_server() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """The orders server over streamable HTTP: its URL, and its process (stopped by pid)."""
+    port = _free_port()
+    process = subprocess.Popen(
+        [sys.executable, str(SERVER), "--http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        _wait_for(port, process)
+        yield f"http://127.0.0.1:{port}/mcp", process
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            process.wait(timeout=10)
+
+
+def _run(script: Path, url: str, cassette_dir: Path, **env: str) -> dict[str, object]:
+    host = url.split("/")[2]
+    done = run_python(str(script), url, str(cassette_dir), host, **env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    return found
+
+
+def test_streamable_http_replays_every_request_in_a_fresh_process(
+    http_server: tuple[str, subprocess.Popen[bytes]], tmp_path: Path
+) -> None:
+    url, process = http_server
+    script = tmp_path / "client.py"
+    script.write_text(CLIENT)
+    cassette_dir = tmp_path / "cassettes"
+    live = _run(script, url, cassette_dir, GHOSTRUN_MODE="record")
+    assert live["recorded"] == 6  # initialize, initialized, GET listener, call, list, DELETE
+    process.terminate()
+    process.wait(timeout=10)
+    replayed = _run(script, url, cassette_dir, GHOSTRUN_MODE="replay")
+    assert replayed == {**live, "recorded": 0, "replayed": 6}  # no UnplayedSteps either
+    methods = [
+        json.loads(p.read_text())["request"]["method"] for p in sorted(cassette_dir.glob("*.json"))
+    ]
+    assert sorted(methods) == ["DELETE", "GET", "POST", "POST", "POST", "POST"]
+    (trajectory,) = (cassette_dir / "trajectories").glob("*.json")
+    (tool,) = [s for s in json.loads(trajectory.read_text())["steps"] if s.get("kind") == "tool"]
+    assert {k: v for k, v in tool.items() if k not in ("key", "response")} == {
+        "kind": "tool",
+        "session": 0,
+        "transport": "mcp-http",
+        "server": url.split("/")[2],
+        "tool": "lookup_order",
+        "arguments": {"order_id": "A123"},
+        "result": "Order A123: shipped on 2026-11-30, 2 items, carrier …",
+    }
