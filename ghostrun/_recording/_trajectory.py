@@ -299,7 +299,7 @@ def _told(step: StepRecord | ToolStep) -> str:
     """One recorded step in a line: a model call and what it called, or a tool call."""
     if step.get("kind") == "tool":
         tool = cast(ToolStep, step)
-        return f"tool {tool['tool']} ({tool['transport']} {tool['server']}): -> {tool['result']!r}"
+        return f"tool {tool['tool']} ({tool['transport']} {tool['server']}) -> {tool['result']!r}"
     model = cast(StepRecord, step)
     calls = ", ".join(call["name"] for call in model["tool_calls"])
     said = f" -> called {calls}" if calls else ""

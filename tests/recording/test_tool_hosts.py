@@ -236,7 +236,7 @@ def test_a_replay_that_skips_a_recorded_tool_call_leaves_it_unplayed(
             httpx.get(tool_api.url("/tracking/A1"))
     message = str(caught.value)
     assert "used 1 of the 2 steps" in message
-    assert f'step 2: tool GET /tracking/A2 on {tool_api.host} -> \'{{"order": "A2"' in message
+    assert f'step 2: tool GET /tracking/A2 (http {tool_api.host}) -> \'{{"order": "A2"' in message
 
 
 def test_a_tool_step_holds_no_credential(tool_api: ToolApi, cassette_dir: Path) -> None:
