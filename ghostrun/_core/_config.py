@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -249,10 +250,47 @@ def resolve_mode(code_mode: Mode | str | None = None) -> Mode:
         return parse_mode(code_mode)
     if settings.mode is not None:
         return settings.mode
-    project = _project.current()
-    if project.get("mode") is not None:
-        return parse_mode(project.get("mode"), f"mode in {project.source}")
+    table = _table_mode()
+    if table is not None:
+        return table
     return Mode.REPLAY if running_on_ci() else Mode.AUTO
+
+
+def _table_mode() -> Mode | None:
+    """The mode ``[tool.ghostrun]`` asks for, where it may apply.
+
+    The table is project data a pull request can change, not code a reviewer reads as
+    code (DESIGN §2): on CI, where the default is replay, it may ask for replay but never
+    for a mode that sends, so editing it can never turn a CI run live. Such a mode is
+    ignored with a warning that names the switch that does record on CI.
+    """
+    project = _project.current()
+    value = project.get("mode")
+    if value is None:
+        return None
+    mode = parse_mode(value, f"mode in {project.source}")
+    if mode is Mode.REPLAY or not running_on_ci():
+        return mode
+    _warn_ignored_on_ci(str(project.source), str(value), mode)
+    return None
+
+
+_warned: set[tuple[str, str]] = set()
+
+
+def _warn_ignored_on_ci(source: str, written: str, mode: Mode) -> None:
+    """Once per file and mode a process: every session resolves its mode again."""
+    if (source, written) in _warned:
+        return
+    _warned.add((source, written))
+    warnings.warn(
+        f"[tool.ghostrun] mode = {written!r} in {source} is ignored on CI "
+        f"(CI={os.environ.get('CI', '')!r}): the table is project data a pull request can "
+        "change, so on CI the default stays replay and nothing is sent. To record on CI, "
+        f"set the suite-wide switch in the job: GHOSTRUN_MODE={mode.value}.",
+        UserWarning,
+        stacklevel=2,
+    )
 
 
 def mode_source(code_mode: Mode | str | None = None) -> str:
@@ -266,11 +304,14 @@ def mode_source(code_mode: Mode | str | None = None) -> str:
     if settings.mode is not None:
         return "chosen by ghostrun.configure(mode=)"
     project = _project.current()
-    if project.get("mode") is not None:
+    if project.get("mode") is not None and (
+        not running_on_ci() or parse_mode(project.get("mode")) is Mode.REPLAY
+    ):
         return f"chosen by [tool.ghostrun] in {project.source}"
     if running_on_ci():
         return (
             f"chosen by CI={os.environ.get('CI', '')!r}: on CI the default is replay, so CI "
-            "never records by accident; set GHOSTRUN_MODE to choose another"
+            "never records by accident (a mode in [tool.ghostrun] cannot change that); set "
+            "GHOSTRUN_MODE to choose another"
         )
     return "the default"

@@ -22,13 +22,13 @@ grading never stalls the event loop.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import os
 import re
 import sys
 import threading
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import orjson
@@ -36,6 +36,7 @@ import orjson
 from .._core._exceptions import GhostrunError, JudgeUnavailable
 from .._core._public import public
 from .._recording import _session
+from . import _named
 
 if TYPE_CHECKING:
     import ssl
@@ -607,13 +608,20 @@ def as_judge(judge: Any) -> Judge:
     )
 
 
-def judge_from_spec(spec: str | None, url: str | None = None) -> Judge:
-    """A judge named on a command line.
+def judge_from_spec(
+    spec: str | None,
+    url: str | None = None,
+    *,
+    from_table: bool = False,
+    data_dirs: Iterable[Path] = (),
+) -> Judge:
+    """A judge named on a command line, or in ``[tool.ghostrun]`` (``from_table``).
 
     ``ollama`` or ``ollama:MODEL`` (host from ``url``, else ``OLLAMA_HOST``);
     ``openai:MODEL`` with ``url`` (an OpenAI-compatible API root, its key from
-    ``GHOSTRUN_JUDGE_API_KEY``, then ``OPENAI_API_KEY``); or ``package.module:name``
-    naming a judge object or a function ``(text, criterion) -> bool``.
+    ``GHOSTRUN_JUDGE_API_KEY``, then ``OPENAI_API_KEY``: for a URL from the table, only
+    when it is OpenAI's own, `_named`); or ``package.module:name`` naming a judge object
+    or a function ``(text, criterion) -> bool``, never imported from ``data_dirs``.
     """
     backend, _, rest = (spec or "ollama").partition(":")
     if backend == "ollama":
@@ -624,15 +632,16 @@ def judge_from_spec(spec: str | None, url: str | None = None) -> Judge:
                 "an OpenAI-compatible judge needs a model and a URL: "
                 "--judge openai:MODEL --judge-url http://host:port/v1"
             )
-        key = os.environ.get("GHOSTRUN_JUDGE_API_KEY") or os.environ.get("OPENAI_API_KEY")
-        return OpenAICompatibleJudge(rest, url, api_key=key)
+        return OpenAICompatibleJudge(
+            rest, url, api_key=_named.environment_key(url, from_table=from_table)
+        )
     if not rest:
         raise ValueError(
             f"unknown judge {spec!r}: expected ollama[:MODEL], openai:MODEL, "
             "or package.module:name of a judge or a function"
         )
     try:
-        found = getattr(importlib.import_module(backend), rest)
+        found = getattr(_named.import_named(backend, data_dirs), rest)
     except (ImportError, AttributeError) as exc:
         raise ValueError(f"cannot load the judge {spec!r}: {exc}") from exc
     return as_judge(found)

@@ -178,13 +178,21 @@ def _from_record(record: VerdictFile) -> Verdict:
 # --- context: judge, mode, cassette dir ------------------------------------------------
 
 
-def resolve_judge(judge: Any = None) -> Judge:
-    """The judge given, else the configured one, else a default `OllamaJudge`."""
+def resolve_judge(judge: Any = None, cassette_dir: Path | None = None) -> Judge:
+    """The judge given, else the configured one, else a default `OllamaJudge`.
+
+    The project's table names its judge as data: no environment key for a URL other than
+    OpenAI's, and no code from the cassette directory (``cassette_dir``, and the one the
+    settings name), in any mode (`_named`).
+    """
     if judge is None:
         judge = settings.judge
     if judge is None:
         spec, url = settings.judge_spec()  # the project's [tool.ghostrun] judge
-        return judge_from_spec(spec, url) if spec or url else OllamaJudge()
+        if not (spec or url):
+            return OllamaJudge()
+        data = (settings.resolve_cassette_dir(), *(() if cassette_dir is None else (cassette_dir,)))
+        return judge_from_spec(spec, url, from_table=True, data_dirs=data)
     return as_judge(judge)
 
 
@@ -239,7 +247,7 @@ def _prepare(text: str, criterion: str, judge: Any, context: _Context) -> _Job:
             f"text and criterion must be strings, got {type(text).__name__} "
             f"and {type(criterion).__name__}"
         )
-    resolved = resolve_judge(judge)
+    resolved = resolve_judge(judge, context.cassette_dir)
     key = verdict_key(resolved.identity, resolved.votes, text, criterion)
     path = _verdict_path(context.cassette_dir, key)
     _runlog.verdict_used(
