@@ -37,6 +37,7 @@ from .._recording._deck import Arguments, Deck, RequestInfo
 from .._secrets._collect import entry_secrets, request_body
 from .._secrets._credentials import SECRET_SHAPES, is_credential_header, is_credential_param
 from .._store._cassette import Recording
+from ._importers._bounded import body_problem
 from ._importers._cassetter import looks_like_cassetter, read_cassetter, read_toml
 from ._importers._source import Exchange, SourceFile, UnreadableSource
 from ._importers._vcrpy import looks_like_vcrpy, read_document, read_vcrpy
@@ -186,6 +187,10 @@ def _import_one(
     """Write one exchange; why it was skipped, or None."""
     if exchange.status in _NEVER_STORED:
         return f"an authentication failure ({exchange.status}) is never stored"
+    for which, body in (("request", exchange.request_body), ("response", exchange.response_body)):
+        problem = body_problem(body)  # replay would refuse the cassette: never written
+        if problem is not None:
+            return f"its {which} body: {problem}"
     info = _describe(deck, exchange)
     if info.key in existing and not force:
         return f"cassette {info.key}.json exists (pass --force to replace it)"
