@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from .._core._config import resolve_on_unplayed
 from .._core._exceptions import UnplayedSteps, UnplayedStepsWarning
 from .._core._modes import Mode
+from .._core._safe_text import terminal
 from .._secrets._scrub import scrub_text
 from .._secrets._walk import map_strings
 from .._store._trajectory import (
@@ -184,4 +185,4 @@ def _unplayed_message(test: str, recorded: list[StepRecord], used: int, path: An
         "intended, re-record the test (GHOSTRUN_MODE=record); to allow it, pass "
         'on_unplayed="warn" or "ignore" (session, configure(), GHOSTRUN_ON_UNPLAYED).'
     )
-    return "\n".join(lines)
+    return terminal("\n".join(lines))  # it quotes the recording: no control reaches a terminal
