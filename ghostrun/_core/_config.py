@@ -32,6 +32,7 @@ __all__ = [
     "mode_source",
     "resolve_mode",
     "resolve_on_unplayed",
+    "setting_source",
     "settings",
     "suite_mode",
 ]
@@ -95,6 +96,22 @@ class Settings:
 
     def resolve_ignore_urls(self) -> tuple[str, ...]:
         return self.ignore_urls + tuple(_project.current().get("ignore_urls") or ())
+
+    # The session defaults: code (``configure()``, pytest's ini) beats the table.
+
+    def resolve_normalize(self) -> tuple[Any, ...]:
+        return self.normalize or tuple(_project.current().get("normalize") or ())
+
+    def resolve_ignore_fields(self) -> tuple[str, ...]:
+        """The table's ``ignore_fields``: added to each session's own (as ``hosts`` are)."""
+        return tuple(_project.current().get("ignore_fields") or ())
+
+    def resolve_max_age(self) -> str | int | None:
+        """The configured ``max_age`` (``GHOSTRUN_MAX_AGE`` and a session's beat it)."""
+        return self.max_age if self.max_age is not None else _project.current().get("max_age")
+
+    def resolve_on_stale(self) -> Literal["warn", "fail"]:
+        return self.on_stale or _project.current().get("on_stale") or "warn"
 
 
 settings = Settings()
@@ -205,7 +222,33 @@ def resolve_on_unplayed(explicit: str | None = None) -> str:
     env = os.environ.get("GHOSTRUN_ON_UNPLAYED", "").strip().lower()
     if env:
         return check_on_unplayed(env, "GHOSTRUN_ON_UNPLAYED")
-    return settings.on_unplayed or "fail"
+    return settings.on_unplayed or _project.current().get("on_unplayed") or "fail"
+
+
+_ENVIRONMENT = {
+    "on_judge_unavailable": "GHOSTRUN_ON_JUDGE_UNAVAILABLE",
+    "on_unplayed": "GHOSTRUN_ON_UNPLAYED",
+    "max_age": "GHOSTRUN_MAX_AGE",
+    "block_network": "GHOSTRUN_BLOCK_NETWORK",
+    "cassette_dir": "GHOSTRUN_CASSETTE_DIR",
+    "mode": "GHOSTRUN_MODE",
+}
+
+
+def setting_source(name: str, value: object) -> str:
+    """Where the suite-wide ``name`` (in force as ``value``) was set, as a message shows it:
+    ``GHOSTRUN_ON_UNPLAYED=warn``, ``on_unplayed = "warn" in [tool.ghostrun] (path)``, or
+    ``configure(on_unplayed="warn")`` (which pytest's ini options set too)."""
+    env = _ENVIRONMENT.get(name)
+    if env and os.environ.get(env, "").strip():
+        return f"{env}={os.environ[env].strip()}"
+    if getattr(settings, name, None) not in (None, ()):
+        return f"configure({name}={value!r})"
+    project = _project.current()
+    if project.get(name) is not None:
+        shown = f'"{value}"' if isinstance(value, str) else repr(value)
+        return f"{name} = {shown} in [tool.ghostrun] ({project.source})"
+    return f"{name}={value!r}"
 
 
 def _checked_age(value: str | int) -> str | int:

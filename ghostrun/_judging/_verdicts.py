@@ -27,7 +27,7 @@ from typing import Any
 
 import orjson
 
-from .._core._config import resolve_mode, settings
+from .._core._config import resolve_mode, setting_source, settings
 from .._core._exceptions import CacheMiss, CassetteError, DamagedCassette, JudgeUnavailable
 from .._core._files import dump_json, write_atomic
 from .._core._modes import Mode
@@ -324,12 +324,17 @@ def _skip_when_unavailable() -> bool:
     return settings.resolve_on_judge_unavailable() == "skip"
 
 
+def _skip_source() -> str:
+    """Where the skip was asked for: the variable, configure(), or the project's table."""
+    return setting_source("on_judge_unavailable", "skip")
+
+
 def _replay_skip(judge: Judge, criterion: str, path: Path) -> unittest.SkipTest:
     """Replay never calls the judge: with the skip setting, an uncached verdict skips."""
     return ghostrun_skip(
         f"semantic assertion skipped: no cached verdict for {_scrub(criterion)!r} from "
         f"{judge.identity}, and replay mode never calls the judge "
-        f"({_ON_UNAVAILABLE_ENV}=skip). {_how_to_grade(judge)} Then run once with "
+        f"({_skip_source()}). {_how_to_grade(judge)} Then run once with "
         f"GHOSTRUN_MODE=auto to store {path.absolute()}, and commit it."
     )
 
@@ -364,8 +369,7 @@ def _skip_for(exc: JudgeUnavailable, judge: Judge) -> unittest.SkipTest:
     told = bool(setup) and f"`{setup[0]}`" in str(exc)  # the error already gives the fix
     return ghostrun_skip(
         f"semantic assertion skipped: no cached verdict and the judge {judge.identity} "
-        f"is unavailable ({_ON_UNAVAILABLE_ENV}=skip). {exc}"
-        + ("" if told else f" {_how_to_grade(judge)}")
+        f"is unavailable ({_skip_source()}). {exc}" + ("" if told else f" {_how_to_grade(judge)}")
     )
 
 
