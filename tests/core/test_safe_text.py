@@ -239,7 +239,8 @@ def test_review_markdown_pings_nobody(
             )
             text = reply.choices[0].message.content or ""
             with contextlib.suppress(AssertionError):
-                judged = ghostrun.expect(text, judge=lambda t, c: (reason.startswith("P"), reason))
+                verdict = (reason.startswith("PASS"), reason)
+                judged = ghostrun.expect(text, judge=lambda t, c, said=verdict: said)
                 judged.contains_intent("is polite")
         _runlog.write_run()
 
