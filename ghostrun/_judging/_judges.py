@@ -270,6 +270,9 @@ class OllamaJudge:
         self._host = host
         self.votes = _positive_int("votes", votes)
         self.timeout = _positive_float("timeout", timeout)
+        # The ollama client sends OLLAMA_API_KEY to any host; a host named in the project's
+        # table that is not Ollama's own gets none (`_named`, `judge_from_spec`).
+        self.sends_environment_key = True
 
     def __repr__(self) -> str:
         return f"OllamaJudge(model={self.model!r}, host={self.host!r}, votes={self.votes})"
@@ -310,7 +313,9 @@ class OllamaJudge:
         with (
             no_recording(),
             self._translate_errors(),
-            ollama.Client(host=self.host, timeout=self.timeout, verify=tls_context()) as client,
+            ollama.Client(
+                host=self.host, timeout=self.timeout, verify=tls_context(), **self._no_key(False)
+            ) as client,
         ):
             response = client.chat(**request)
         return parse_verdict(response.message.content or "", self.identity)
@@ -322,10 +327,19 @@ class OllamaJudge:
         request = self.chat_request(text, criterion, seed, temperature)
         verify = await atls_context()
         with no_recording(), self._translate_errors():
-            client = ollama.AsyncClient(host=self.host, timeout=self.timeout, verify=verify)
+            client = ollama.AsyncClient(
+                host=self.host, timeout=self.timeout, verify=verify, **self._no_key(True)
+            )
             async with client:
                 response = await client.chat(**request)
         return parse_verdict(response.message.content or "", self.identity)
+
+    def _no_key(self, asynchronous: bool) -> dict[str, Any]:
+        """httpx options that take the environment's key off every request, when it may not go."""
+        if self.sends_environment_key:
+            return {}
+        hook = _named.drop_authorization_async if asynchronous else _named.drop_authorization
+        return {"event_hooks": {"request": [hook]}}
 
     @contextlib.contextmanager
     def _translate_errors(self) -> Iterator[None]:
@@ -625,7 +639,9 @@ def judge_from_spec(
     """
     backend, _, rest = (spec or "ollama").partition(":")
     if backend == "ollama":
-        return OllamaJudge(rest or None, host=url)
+        judge = OllamaJudge(rest or None, host=url)
+        judge.sends_environment_key = not (from_table and url and not _named.is_ollama_cloud(url))
+        return judge
     if backend in ("openai", "openai-compatible"):
         if not rest or not url:
             raise ValueError(

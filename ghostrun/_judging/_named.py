@@ -8,9 +8,10 @@ rules hold, in every mode:
 - **Keys go where they were meant to.** A judge URL written in the table receives a key
   from the environment (``GHOSTRUN_JUDGE_API_KEY``, then ``OPENAI_API_KEY``) only when it
   is OpenAI's own API, ``https://api.openai.com``: a key a CI job holds is never sent to a
-  host a pull request wrote. A URL typed on the command line gets the key as before; a
-  judge built in code (``OpenAICompatibleJudge(model, url, api_key=...)``) gets the key it
-  is given.
+  host a pull request wrote. Likewise ``OLLAMA_API_KEY`` (which the ollama client adds
+  to every request) reaches an Ollama judge from the table only at ``https://ollama.com``.
+  A URL typed on the command line gets the key as before; a judge built in code
+  (``OpenAICompatibleJudge(model, url, api_key=...)``) gets the key it is given.
 - **No code from the cassette directory.** A ``package.module:name`` judge whose import
   would run a file inside the cassette directory is refused before anything is imported:
   that directory holds data (cassettes, verdicts) that a pull request drops in, never
@@ -26,12 +27,24 @@ import sys
 from collections.abc import Iterable
 from importlib.machinery import ModuleSpec
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
-__all__ = ["OPENAI_API_HOST", "check_not_data", "environment_key", "import_named"]
+__all__ = [
+    "OLLAMA_CLOUD_HOST",
+    "OPENAI_API_HOST",
+    "check_not_data",
+    "drop_authorization",
+    "drop_authorization_async",
+    "environment_key",
+    "import_named",
+    "is_ollama_cloud",
+]
 
 OPENAI_API_HOST = "api.openai.com"
 """The one host a key from the environment is sent to when the table names the URL."""
+OLLAMA_CLOUD_HOST = "ollama.com"
+"""Likewise for ``OLLAMA_API_KEY`` and an Ollama judge."""
 
 
 def environment_key(url: str, *, from_table: bool) -> str | None:
@@ -45,12 +58,31 @@ def environment_key(url: str, *, from_table: bool) -> str | None:
 
 
 def _is_openai(url: str) -> bool:
+    return _is_https_host(url, OPENAI_API_HOST)
+
+
+def is_ollama_cloud(url: str) -> bool:
+    """Ollama's own service, the one host ``OLLAMA_API_KEY`` (which the ollama client sends
+    to any host) is meant for."""
+    return _is_https_host(url, OLLAMA_CLOUD_HOST)
+
+
+def _is_https_host(url: str, expected: str) -> bool:
     try:
         parts = urlsplit(url.strip())
         host = (parts.hostname or "").rstrip(".").lower()
-        return parts.scheme == "https" and host == OPENAI_API_HOST and parts.port in (None, 443)
+        return parts.scheme == "https" and host == expected and parts.port in (None, 443)
     except ValueError:
         return False
+
+
+def drop_authorization(request: Any) -> None:
+    """An httpx request hook: the request leaves without an ``authorization`` header."""
+    request.headers.pop("authorization", None)
+
+
+async def drop_authorization_async(request: Any) -> None:
+    drop_authorization(request)
 
 
 def import_named(module: str, data_dirs: Iterable[Path]) -> object:

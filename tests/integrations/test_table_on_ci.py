@@ -150,6 +150,19 @@ def test_a_judge_url_in_the_table_never_receives_the_jobs_key(
     assert all("authorization" not in headers for headers in sent), sent
 
 
+def test_an_ollama_judge_url_in_the_table_never_receives_ollamas_key(
+    tmp_path: Path, provider: ProviderSimulator
+) -> None:
+    """The ollama client adds OLLAMA_API_KEY to every request, whatever the host."""
+    with ProviderSimulator() as elsewhere:
+        table = f'judge = "ollama:llama3.2:3b"\njudge_url = "{elsewhere.base_url}"\n'
+        root = _project(tmp_path / "app", table, JUDGED)
+        done = _ci_run(root, provider, GHOSTRUN_MODE="auto", OLLAMA_API_KEY=KEY)
+        assert elsewhere.served >= 1, done.stdout + done.stderr
+        sent = [request.headers for request in elsewhere.requests]
+    assert all(KEY not in " ".join(headers.values()) for headers in sent), sent
+
+
 def test_an_environment_key_goes_only_to_openais_own_api_from_the_table(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
