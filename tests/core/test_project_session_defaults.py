@@ -249,3 +249,38 @@ def test_check_older_than_uses_the_tables_max_age(
     cassette.write_text(json.dumps(document))
     done = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and "recorded more than 30d ago" in done.stdout, done.stdout
+
+
+PROMPTED = """\
+import os
+
+import openai
+
+
+def ask():
+    client = openai.OpenAI(base_url=os.environ["SIM_URL"] + "/v1", api_key="sk-placeholder")
+    reply = client.chat.completions.create(
+        model="gpt-4o-mini",
+        messages=[{"role": "user", "content": os.environ["PROMPT"]}],
+        metadata={"trace_id": os.urandom(6).hex()},
+    )
+    return reply.choices[0].message.content
+"""
+
+
+def test_review_leaves_the_tables_ignore_fields_out_of_its_request_diffs(
+    tmp_path: Path, provider: ProviderSimulator
+) -> None:
+    """A prompt edited and re-recorded: the review shows the prompt's change, not the trace
+    id the suite ignores (which changes on every request)."""
+    root = _project_dir(tmp_path / "app", 'ignore_fields = ["metadata.trace_id"]\n')
+    (root / "app.py").write_text(PROMPTED)
+    for prompt, snapshot in (("Where is my refund?", "base"), ("Where is my parcel?", "after")):
+        done = _pytest(
+            root, provider, GHOSTRUN_MODE="record", PROMPT=prompt, GHOSTRUN_SNAPSHOT=snapshot
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+    command = [sys.executable, "-m", "ghostrun", "review", "--runs", "base", "after"]
+    done = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=60)
+    assert "parcel" in done.stdout and "refund" in done.stdout, done.stdout + done.stderr
+    assert "trace_id" not in done.stdout, done.stdout
