@@ -19,7 +19,6 @@ An existing cassette is never replaced without ``force``.
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import date
@@ -31,6 +30,7 @@ from .._core._exceptions import CassetteError
 from .._core._files import dump_json, write_atomic
 from .._core._hosts import PROVIDER_HOSTS, HostMatcher
 from .._core._modes import Mode
+from .._core._safe_text import terminal
 from .._core._words import plural
 from .._recording import _runlog
 from .._recording._deck import Arguments, Deck, RequestInfo
@@ -312,8 +312,6 @@ def attach(cassette_dir: Path, test: str, deck: Deck) -> None:
 
 # -- the report ----------------------------------------------------------------------------
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-
 
 def render(report: ImportReport) -> str:
     """The report for a terminal: per file what was imported, skipped (why) and masked."""
@@ -349,5 +347,5 @@ def render(report: ImportReport) -> str:
 
 
 def _safe(text: str) -> str:
-    """Control characters of a file's name or content escaped for the terminal."""
-    return _CONTROL.sub(lambda m: repr(m.group(0))[1:-1], text)
+    """A file's name or content for the terminal, by the one rule (`_safe_text.terminal`)."""
+    return terminal(text).replace("\n", "\\n").replace("\t", "\\t")  # one line each

@@ -188,3 +188,17 @@ def test_python_object_tags_stay_refused(tmp_path: Path) -> None:
     assert code == 1 and "Traceback" not in err
     assert "evil.yaml" in out and "not valid YAML" in out
     assert not marker.exists()
+
+
+def test_the_report_quotes_a_planted_value_by_the_terminal_rule(tmp_path: Path) -> None:
+    """What a skip reason quotes from the file reaches the terminal escaped (8-bit CSI and
+    the right-to-left override included), by the one rule of `_safe_text`."""
+    planted = "x\x1b]52;c;aGk=\x07\x9b2J\u202egz"
+    source = tmp_path / "odd.json"
+    document = {"interactions": [_interaction(GOOD, coding=planted)], "version": 1}
+    source.write_text(json.dumps(document))
+    code, out, err = _import(source, tmp_path / "out")
+    assert code == 1 and "Traceback" not in err
+    assert "skipped interaction 1: its body is x" in out, out
+    assert not any(char in out for char in ("\x1b", "\x07", "\x9b", "\u202e")), repr(out)
+    assert "\\x9b2j\\u202egz" in out  # the header value, lower-cased as read
