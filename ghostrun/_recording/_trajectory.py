@@ -183,6 +183,7 @@ def _unplayed_message(test: str, recorded: list[StepRecord], used: int, path: An
         f"  trajectory: {path}\n"
         "  The code under test stopped earlier than when it was recorded. If that is "
         "intended, re-record the test (GHOSTRUN_MODE=record); to allow it, pass "
-        'on_unplayed="warn" or "ignore" (session, configure(), GHOSTRUN_ON_UNPLAYED).'
+        'on_unplayed="warn" or "ignore" (session, configure(), GHOSTRUN_ON_UNPLAYED, '
+        "[tool.ghostrun])."
     )
     return terminal("\n".join(lines))  # it quotes the recording: no control reaches a terminal
