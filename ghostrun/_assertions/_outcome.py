@@ -11,6 +11,7 @@ import textwrap
 from typing import TYPE_CHECKING, Any
 
 from .._core._public import public
+from .._core._safe_text import terminal
 from .._recording import _runlog
 
 if TYPE_CHECKING:
@@ -50,7 +51,10 @@ class ExpectationFailed(AssertionError):
         judge: str | None = None,
         verdict: Verdict | None = None,
     ) -> None:
-        super().__init__(message)
+        # The message quotes the answer, the judge's reason, tool calls: text from a
+        # cassette or a model, shown in terminals and CI logs. Its control characters
+        # (OSC 52, CSI, U+202E...) are shown as escapes (`_safe_text.terminal`, idempotent).
+        super().__init__(terminal(message))
         self.kind = kind
         self.criterion = criterion
         self.text = text

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +34,7 @@ __all__ = [
     "mode_source",
     "resolve_mode",
     "resolve_on_unplayed",
+    "setting_source",
     "settings",
     "suite_mode",
 ]
@@ -104,6 +106,22 @@ class Settings:
 
     def resolve_ignore_urls(self) -> tuple[str, ...]:
         return self.ignore_urls + tuple(_project.current().get("ignore_urls") or ())
+
+    # The session defaults: code (``configure()``, pytest's ini) beats the table.
+
+    def resolve_normalize(self) -> tuple[Any, ...]:
+        return self.normalize or tuple(_project.current().get("normalize") or ())
+
+    def resolve_ignore_fields(self) -> tuple[str, ...]:
+        """The table's ``ignore_fields``: added to each session's own (as ``hosts`` are)."""
+        return tuple(_project.current().get("ignore_fields") or ())
+
+    def resolve_max_age(self) -> str | int | None:
+        """The configured ``max_age`` (``GHOSTRUN_MAX_AGE`` and a session's beat it)."""
+        return self.max_age if self.max_age is not None else _project.current().get("max_age")
+
+    def resolve_on_stale(self) -> Literal["warn", "fail"]:
+        return self.on_stale or _project.current().get("on_stale") or "warn"
 
 
 settings = Settings()
@@ -221,7 +239,33 @@ def resolve_on_unplayed(explicit: str | None = None) -> str:
     env = os.environ.get("GHOSTRUN_ON_UNPLAYED", "").strip().lower()
     if env:
         return check_on_unplayed(env, "GHOSTRUN_ON_UNPLAYED")
-    return settings.on_unplayed or "fail"
+    return settings.on_unplayed or _project.current().get("on_unplayed") or "fail"
+
+
+_ENVIRONMENT = {
+    "on_judge_unavailable": "GHOSTRUN_ON_JUDGE_UNAVAILABLE",
+    "on_unplayed": "GHOSTRUN_ON_UNPLAYED",
+    "max_age": "GHOSTRUN_MAX_AGE",
+    "block_network": "GHOSTRUN_BLOCK_NETWORK",
+    "cassette_dir": "GHOSTRUN_CASSETTE_DIR",
+    "mode": "GHOSTRUN_MODE",
+}
+
+
+def setting_source(name: str, value: object) -> str:
+    """Where the suite-wide ``name`` (in force as ``value``) was set, as a message shows it:
+    ``GHOSTRUN_ON_UNPLAYED=warn``, ``on_unplayed = "warn" in [tool.ghostrun] (path)``, or
+    ``configure(on_unplayed="warn")`` (which pytest's ini options set too)."""
+    env = _ENVIRONMENT.get(name)
+    if env and os.environ.get(env, "").strip():
+        return f"{env}={os.environ[env].strip()}"
+    if getattr(settings, name, None) not in (None, ()):
+        return f"configure({name}={value!r})"
+    project = _project.current()
+    if project.get(name) is not None:
+        shown = f'"{value}"' if isinstance(value, str) else repr(value)
+        return f"{name} = {shown} in [tool.ghostrun] ({project.source})"
+    return f"{name}={value!r}"
 
 
 def _checked_age(value: str | int) -> str | int:
@@ -294,22 +338,53 @@ def resolve_mode(code_mode: Mode | str | None = None) -> Mode:
         return parse_mode(code_mode)
     if settings.mode is not None:
         return settings.mode
-    project = _project.current()
-    if project.get("mode") is not None:
-        return _project_mode(project)
+    table = _table_mode()
+    if table is not None:
+        return table
     return Mode.REPLAY if running_on_ci() else Mode.AUTO
 
 
-def _project_mode(project: _project.Project) -> Mode:
-    """The table's mode; never ``rebase``, which writes cassettes and is chosen for one run."""
-    mode = parse_mode(project.get("mode"), f"mode in {project.source}")
-    if mode is Mode.REBASE:
+def _table_mode() -> Mode | None:
+    """The mode ``[tool.ghostrun]`` asks for, where it may apply.
+
+    The table is project data a pull request can change, not code a reviewer reads as
+    code (DESIGN §2): on CI, where the default is replay, it may ask for replay but never
+    for a mode that sends, so editing it can never turn a CI run live. Such a mode is
+    ignored with a warning that names the switch that does record on CI.
+    """
+    project = _project.current()
+    value = project.get("mode")
+    if value is None:
+        return None
+    mode = parse_mode(value, f"mode in {project.source}")
+    if mode is Mode.REBASE:  # it writes cassettes: chosen for one run, never by the table
         raise ValueError(
             f"mode in {project.source}: 'rebase' is chosen for one run, never by the project's "
             "table (it would rewrite cassettes on every run): run once with "
             "GHOSTRUN_MODE=rebase or pytest --ghostrun-rebase"
         )
-    return mode
+    if mode is Mode.REPLAY or not running_on_ci():
+        return mode
+    _warn_ignored_on_ci(str(project.source), str(value), mode)
+    return None
+
+
+_warned: set[tuple[str, str]] = set()
+
+
+def _warn_ignored_on_ci(source: str, written: str, mode: Mode) -> None:
+    """Once per file and mode a process: every session resolves its mode again."""
+    if (source, written) in _warned:
+        return
+    _warned.add((source, written))
+    warnings.warn(
+        f"[tool.ghostrun] mode = {written!r} in {source} is ignored on CI "
+        f"(CI={os.environ.get('CI', '')!r}): the table is project data a pull request can "
+        "change, so on CI the default stays replay and nothing is sent. To record on CI, "
+        f"set the suite-wide switch in the job: GHOSTRUN_MODE={mode.value}.",
+        UserWarning,
+        stacklevel=2,
+    )
 
 
 def mode_source(code_mode: Mode | str | None = None) -> str:
@@ -331,11 +406,14 @@ def mode_source(code_mode: Mode | str | None = None) -> str:
     if settings.mode is not None:
         return "chosen by ghostrun.configure(mode=)"
     project = _project.current()
-    if project.get("mode") is not None:
+    if project.get("mode") is not None and (
+        not running_on_ci() or parse_mode(project.get("mode")) is Mode.REPLAY
+    ):
         return f"chosen by [tool.ghostrun] in {project.source}"
     if running_on_ci():
         return (
             f"chosen by CI={os.environ.get('CI', '')!r}: on CI the default is replay, so CI "
-            "never records by accident; set GHOSTRUN_MODE to choose another"
+            "never records by accident (a mode in [tool.ghostrun] cannot change that); set "
+            "GHOSTRUN_MODE to choose another"
         )
     return "the default"

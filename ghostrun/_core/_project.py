@@ -13,8 +13,11 @@ It is the weakest layer above the built-in defaults: a session argument, the
 environment and pytest's flags and ini options all beat it (DESIGN §2).
 
 A table's keys are checked when it is read: an unknown key (a typo) is an error
-that names the file and the keys there are. Reading is cached per working
-directory; a found file is re-read only when it changes.
+that names the file and the keys there are, and a value of the wrong kind one that
+names the key. Every session default that is data can be written here (``normalize``,
+``ignore_fields``, ``on_unplayed``, ``max_age``, ``on_stale``...); ``redact`` is code,
+so it is not. ``_config.setting_source`` says where a setting in force came from.
+Reading is cached per working directory; a found file is re-read only when it changes.
 """
 
 from __future__ import annotations
@@ -26,6 +29,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from ._age import parse_max_age
+from ._normalize import normalizer
 
 __all__ = ["KEYS", "Project", "ProjectConfigError", "current", "forget"]
 
@@ -41,6 +47,14 @@ KEYS: dict[str, str] = {
     "on_judge_unavailable": "'error' (default) or 'skip'",
     "min_judge_kappa": "a number from -1 to 1 (see ghostrun calibrate)",
     "ignore_urls": "telemetry URLs never recorded, a list of strings",
+    "ignore_fields": "JSON paths left out of the match key and the miss diff, a list of "
+    "strings ('metadata.trace_id', 'messages[*].name'), added to each session's",
+    "normalize": "value shapes left out of the key: 'uuid', 'iso_datetime', 'date', "
+    "'unix_ts', 'hex_id' or regexes, a list of strings",
+    "on_unplayed": "'fail' (default), 'warn' or 'ignore': a replayed test that used fewer "
+    "steps than its trajectory",
+    "max_age": "recordings older than this are stale: '90d', '12w', '6m', or a number of days",
+    "on_stale": "'warn' (default) or 'fail': what replaying a stale recording does",
 }
 """The keys ``[tool.ghostrun]`` accepts, each with what it means (for the error)."""
 
@@ -194,4 +208,20 @@ _TYPES: dict[str, Callable[[object], bool]] = {
     "judge_url": lambda v: isinstance(v, str),
     "on_judge_unavailable": lambda v: v in ("error", "skip"),
     "min_judge_kappa": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "ignore_fields": _strings,
+    "normalize": lambda v: _strings(v) and _valid(normalizer, v),
+    "on_unplayed": lambda v: v in ("fail", "warn", "ignore"),
+    "max_age": lambda v: (
+        isinstance(v, str | int) and not isinstance(v, bool) and _valid(parse_max_age, v)
+    ),
+    "on_stale": lambda v: v in ("warn", "fail"),
 }
+
+
+def _valid(parse: Callable[[Any], object], value: object) -> bool:
+    """Whether the session's own parser of a setting accepts ``value``."""
+    try:
+        parse(value)
+    except ValueError:
+        return False
+    return True

@@ -15,8 +15,11 @@ safe where it goes"):
   the longest run inside it, so no line can close it; inline text (`inline`)
   has ``&``, ``<`` and ``>`` escaped (no HTML, no autolink ``<https://…>``)
   and ``[``, ``]``, ``\\`` and backticks backslash-escaped (no link, no image,
-  no code span of its own), and is one line; a table cell (`cell`) has ``|``
-  escaped too; inline code (`code`) is fenced the way code blocks are.
+  no code span of its own), and is one line, and an ``@`` that starts a mention
+  (``@user``, ``@org/team``) is followed by a zero-width space (``&#8203;``), so a
+  bot's comment pings nobody (GitHub ignores mentions inside code, where untrusted
+  text stays as it is); a table cell (`cell`) has ``|`` escaped too; inline code
+  (`code`) is fenced the way code blocks are.
 
 A bare URL stays as text: GitHub may make it a link, never an embedded image.
 The HTML report escapes its own way (``_report``), under a CSP.
@@ -32,6 +35,7 @@ __all__ = ["cell", "code", "code_block", "fence", "inline", "terminal"]
 # C0 controls but tab and newline, DEL, C1 controls, and the bidi overrides and isolates.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 _BACKTICKS = re.compile(r"`+")
+_MENTION = re.compile(r"@(?=[A-Za-z0-9])")  # GitHub's logins and teams start so
 _MARKDOWN_ESCAPES = str.maketrans(
     {"&": "&amp;", "<": "&lt;", ">": "&gt;", "\\": "\\\\", "[": "\\[", "]": "\\]", "`": "\\`"}
 )
@@ -61,8 +65,10 @@ def code_block(lines: Sequence[str], info: str = "") -> list[str]:
 
 
 def inline(text: str) -> str:
-    """Untrusted text as literal Markdown on one line: no HTML, link, image or code span."""
-    return terminal(" ".join(text.split())).translate(_MARKDOWN_ESCAPES)
+    """Untrusted text as literal Markdown on one line: no HTML, link, image, code span or
+    mention."""
+    escaped = terminal(" ".join(text.split())).translate(_MARKDOWN_ESCAPES)
+    return _MENTION.sub("@&#8203;", escaped)
 
 
 def cell(text: str, *, as_code: bool = False) -> str:

@@ -22,13 +22,13 @@ grading never stalls the event loop.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import os
 import re
 import sys
 import threading
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import orjson
@@ -36,6 +36,7 @@ import orjson
 from .._core._exceptions import GhostrunError, JudgeUnavailable
 from .._core._public import public
 from .._recording import _session
+from . import _named
 
 if TYPE_CHECKING:
     import ssl
@@ -269,6 +270,9 @@ class OllamaJudge:
         self._host = host
         self.votes = _positive_int("votes", votes)
         self.timeout = _positive_float("timeout", timeout)
+        # The ollama client sends OLLAMA_API_KEY to any host; a host named in the project's
+        # table that is not Ollama's own gets none (`_named`, `judge_from_spec`).
+        self.sends_environment_key = True
 
     def __repr__(self) -> str:
         return f"OllamaJudge(model={self.model!r}, host={self.host!r}, votes={self.votes})"
@@ -309,7 +313,9 @@ class OllamaJudge:
         with (
             no_recording(),
             self._translate_errors(),
-            ollama.Client(host=self.host, timeout=self.timeout, verify=tls_context()) as client,
+            ollama.Client(
+                host=self.host, timeout=self.timeout, verify=tls_context(), **self._no_key(False)
+            ) as client,
         ):
             response = client.chat(**request)
         return parse_verdict(response.message.content or "", self.identity)
@@ -321,10 +327,19 @@ class OllamaJudge:
         request = self.chat_request(text, criterion, seed, temperature)
         verify = await atls_context()
         with no_recording(), self._translate_errors():
-            client = ollama.AsyncClient(host=self.host, timeout=self.timeout, verify=verify)
+            client = ollama.AsyncClient(
+                host=self.host, timeout=self.timeout, verify=verify, **self._no_key(True)
+            )
             async with client:
                 response = await client.chat(**request)
         return parse_verdict(response.message.content or "", self.identity)
+
+    def _no_key(self, asynchronous: bool) -> dict[str, Any]:
+        """httpx options that take the environment's key off every request, when it may not go."""
+        if self.sends_environment_key:
+            return {}
+        hook = _named.drop_authorization_async if asynchronous else _named.drop_authorization
+        return {"event_hooks": {"request": [hook]}}
 
     @contextlib.contextmanager
     def _translate_errors(self) -> Iterator[None]:
@@ -607,32 +622,42 @@ def as_judge(judge: Any) -> Judge:
     )
 
 
-def judge_from_spec(spec: str | None, url: str | None = None) -> Judge:
-    """A judge named on a command line.
+def judge_from_spec(
+    spec: str | None,
+    url: str | None = None,
+    *,
+    from_table: bool = False,
+    data_dirs: Iterable[Path] = (),
+) -> Judge:
+    """A judge named on a command line, or in ``[tool.ghostrun]`` (``from_table``).
 
     ``ollama`` or ``ollama:MODEL`` (host from ``url``, else ``OLLAMA_HOST``);
     ``openai:MODEL`` with ``url`` (an OpenAI-compatible API root, its key from
-    ``GHOSTRUN_JUDGE_API_KEY``, then ``OPENAI_API_KEY``); or ``package.module:name``
-    naming a judge object or a function ``(text, criterion) -> bool``.
+    ``GHOSTRUN_JUDGE_API_KEY``, then ``OPENAI_API_KEY``: for a URL from the table, only
+    when it is OpenAI's own, `_named`); or ``package.module:name`` naming a judge object
+    or a function ``(text, criterion) -> bool``, never imported from ``data_dirs``.
     """
     backend, _, rest = (spec or "ollama").partition(":")
     if backend == "ollama":
-        return OllamaJudge(rest or None, host=url)
+        judge = OllamaJudge(rest or None, host=url)
+        judge.sends_environment_key = not (from_table and url and not _named.is_ollama_cloud(url))
+        return judge
     if backend in ("openai", "openai-compatible"):
         if not rest or not url:
             raise ValueError(
                 "an OpenAI-compatible judge needs a model and a URL: "
                 "--judge openai:MODEL --judge-url http://host:port/v1"
             )
-        key = os.environ.get("GHOSTRUN_JUDGE_API_KEY") or os.environ.get("OPENAI_API_KEY")
-        return OpenAICompatibleJudge(rest, url, api_key=key)
+        return OpenAICompatibleJudge(
+            rest, url, api_key=_named.environment_key(url, from_table=from_table)
+        )
     if not rest:
         raise ValueError(
             f"unknown judge {spec!r}: expected ollama[:MODEL], openai:MODEL, "
             "or package.module:name of a judge or a function"
         )
     try:
-        found = getattr(importlib.import_module(backend), rest)
+        found = getattr(_named.import_named(backend, data_dirs), rest)
     except (ImportError, AttributeError) as exc:
         raise ValueError(f"cannot load the judge {spec!r}: {exc}") from exc
     return as_judge(found)

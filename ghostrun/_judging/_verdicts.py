@@ -27,7 +27,7 @@ from typing import Any
 
 import orjson
 
-from .._core._config import resolve_mode, settings
+from .._core._config import resolve_mode, setting_source, settings
 from .._core._exceptions import CacheMiss, CassetteError, DamagedCassette, JudgeUnavailable
 from .._core._files import dump_json, write_atomic
 from .._core._modes import Mode
@@ -178,13 +178,21 @@ def _from_record(record: VerdictFile) -> Verdict:
 # --- context: judge, mode, cassette dir ------------------------------------------------
 
 
-def resolve_judge(judge: Any = None) -> Judge:
-    """The judge given, else the configured one, else a default `OllamaJudge`."""
+def resolve_judge(judge: Any = None, cassette_dir: Path | None = None) -> Judge:
+    """The judge given, else the configured one, else a default `OllamaJudge`.
+
+    The project's table names its judge as data: no environment key for a URL other than
+    OpenAI's, and no code from the cassette directory (``cassette_dir``, and the one the
+    settings name), in any mode (`_named`).
+    """
     if judge is None:
         judge = settings.judge
     if judge is None:
         spec, url = settings.judge_spec()  # the project's [tool.ghostrun] judge
-        return judge_from_spec(spec, url) if spec or url else OllamaJudge()
+        if not (spec or url):
+            return OllamaJudge()
+        data = (settings.resolve_cassette_dir(), *(() if cassette_dir is None else (cassette_dir,)))
+        return judge_from_spec(spec, url, from_table=True, data_dirs=data)
     return as_judge(judge)
 
 
@@ -239,7 +247,7 @@ def _prepare(text: str, criterion: str, judge: Any, context: _Context) -> _Job:
             f"text and criterion must be strings, got {type(text).__name__} "
             f"and {type(criterion).__name__}"
         )
-    resolved = resolve_judge(judge)
+    resolved = resolve_judge(judge, context.cassette_dir)
     key = verdict_key(resolved.identity, resolved.votes, text, criterion)
     path = _verdict_path(context.cassette_dir, key)
     _runlog.verdict_used(
@@ -316,12 +324,17 @@ def _skip_when_unavailable() -> bool:
     return settings.resolve_on_judge_unavailable() == "skip"
 
 
+def _skip_source() -> str:
+    """Where the skip was asked for: the variable, configure(), or the project's table."""
+    return setting_source("on_judge_unavailable", "skip")
+
+
 def _replay_skip(judge: Judge, criterion: str, path: Path) -> unittest.SkipTest:
     """Replay never calls the judge: with the skip setting, an uncached verdict skips."""
     return ghostrun_skip(
         f"semantic assertion skipped: no cached verdict for {_scrub(criterion)!r} from "
         f"{judge.identity}, and replay mode never calls the judge "
-        f"({_ON_UNAVAILABLE_ENV}=skip). {_how_to_grade(judge)} Then run once with "
+        f"({_skip_source()}). {_how_to_grade(judge)} Then run once with "
         f"GHOSTRUN_MODE=auto to store {path.absolute()}, and commit it."
     )
 
@@ -356,8 +369,7 @@ def _skip_for(exc: JudgeUnavailable, judge: Judge) -> unittest.SkipTest:
     told = bool(setup) and f"`{setup[0]}`" in str(exc)  # the error already gives the fix
     return ghostrun_skip(
         f"semantic assertion skipped: no cached verdict and the judge {judge.identity} "
-        f"is unavailable ({_ON_UNAVAILABLE_ENV}=skip). {exc}"
-        + ("" if told else f" {_how_to_grade(judge)}")
+        f"is unavailable ({_skip_source()}). {exc}" + ("" if told else f" {_how_to_grade(judge)}")
     )
 
 

@@ -107,7 +107,7 @@ def resolve(arguments: Arguments) -> Settings:
     name = arguments.name or current_test_id()
     explicit = arguments.block_network
     block_network = block_network_default() if explicit is None else bool(explicit)
-    shapes = settings.normalize if arguments.normalize is None else arguments.normalize
+    shapes = settings.resolve_normalize() if arguments.normalize is None else arguments.normalize
     ignored = settings.resolve_ignore_urls() + arguments.ignore_urls
     fork = current_plan()
     if fork is not None:  # a forked run: into its branch, each request as the plan says
@@ -119,9 +119,9 @@ def resolve(arguments: Arguments) -> Settings:
         prefix=os.path.join(cassette_dir, ""),
         name=name,
         block_network=block_network,
-        ignore=split_field_paths(arguments.ignore_fields),
-        max_age=max_age_days(arguments.max_age, settings.max_age),
-        on_stale=check_on_stale(arguments.on_stale or settings.on_stale or "warn"),
+        ignore=split_field_paths(arguments.ignore_fields + settings.resolve_ignore_fields()),
+        max_age=max_age_days(arguments.max_age, settings.resolve_max_age()),
+        on_stale=check_on_stale(arguments.on_stale or settings.resolve_on_stale()),
         normalizer=normalizer(shapes),
         matcher=shared_matcher(
             PROVIDER_HOSTS + settings.extra_hosts() + arguments.hosts + tool_hosts

@@ -35,6 +35,7 @@ from urllib.parse import urlsplit
 from .._core._config import resolve_on_unplayed
 from .._core._exceptions import UnplayedSteps, UnplayedStepsWarning
 from .._core._modes import Mode
+from .._core._safe_text import terminal
 from .._secrets._scrub import scrub_text
 from .._secrets._walk import map_strings
 from .._store._formats import AnswerStep
@@ -290,9 +291,10 @@ def _unplayed_message(
         f"  trajectory: {path}\n"
         "  The code under test stopped earlier than when it was recorded. If that is "
         "intended, re-record the test (GHOSTRUN_MODE=record); to allow it, pass "
-        'on_unplayed="warn" or "ignore" (session, configure(), GHOSTRUN_ON_UNPLAYED).'
+        'on_unplayed="warn" or "ignore" (session, configure(), GHOSTRUN_ON_UNPLAYED, '
+        "[tool.ghostrun])."
     )
-    return "\n".join(lines)
+    return terminal("\n".join(lines))  # it quotes the recording: no control reaches a terminal
 
 
 def _told(step: StepRecord | ToolStep) -> str:

@@ -31,7 +31,6 @@ from ._credentials import (
     is_credential_name,
     is_credential_param,
     is_minted_field,
-    squash,
 )
 from ._headers import SUBPROTOCOLS
 from ._mask import MASK
@@ -215,7 +214,7 @@ def _subprotocol_secrets(value: str) -> set[str]:
     for item in value.split(","):
         item = item.strip()
         name, dot, rest = item.partition(".")
-        if dot and rest and is_credential_name(squash(name)):
+        if dot and rest and is_credential_name(name):
             found.add(rest)
         found.update(match.group(0) for match in SECRET_SHAPES.finditer(item))
     return found

@@ -1,11 +1,16 @@
 """Which names carry credentials, and which values could be credentials (DESIGN §4).
 
-Names, by rule: a body field, query or form parameter or header whose
-*squashed* name (lower-cased, ``-`` and ``_`` removed: ``api_key``, ``apiKey``
-and ``X-API-KEY`` all read ``apikey``) ends in one of `CREDENTIAL_ENDINGS` or
-starts with one of `CREDENTIAL_STARTS` is a credential, except the harmless
-names listed below, each with the reason it is harmless. Never a bare
-substring: ``max_tokens`` ends in ``tokens``, not ``token``. A few names the
+Names, by rule, read as *words* (`name_words`: split on ``_``, ``-``, ``.``,
+spaces, digits and camelCase, lower-cased: ``api_key``, ``apiKey`` and
+``X-API-KEY`` all read ``api key``): a body field, query or form parameter or
+header whose last word is one of `CREDENTIAL_ENDINGS`, or whose first word is
+one of `CREDENTIAL_STARTS`, is a credential, except the harmless names listed
+below, each with the reason it is harmless. Words, never prefixes or bare
+substrings: ``max_tokens`` ends in ``tokens``, not ``token``; ``author_email``,
+``authored_at`` and ``authority`` start with other words than ``auth``; but
+``auth``, ``auth_token`` and ``x-auth-key`` are credentials. A name written as
+one word from a credential word and a `COMPOUND_HEADS` word (``apikey``,
+``accesstoken``, ``authtoken``) reads as its credential word. A few names the
 rule cannot see are listed per place (``code=`` in a URL is an OAuth code).
 
 Values, by rule: a credential's exact value is masked wherever it appears
@@ -25,6 +30,7 @@ from collections.abc import Mapping
 from typing import Any
 
 __all__ = [
+    "COMPOUND_HEADS",
     "CREDENTIAL_ENDINGS",
     "CREDENTIAL_STARTS",
     "HARMLESS_FIELDS",
@@ -42,6 +48,8 @@ __all__ = [
     "is_credential_param",
     "is_minted_field",
     "is_schema",
+    "name_words",
+    "names_authorization",
     "squash",
 ]
 
@@ -55,7 +63,29 @@ CREDENTIAL_ENDINGS = (
     "credentials",
     "signature",
 )
-CREDENTIAL_STARTS = ("auth",)
+CREDENTIAL_STARTS = ("auth", "authorization", "authentication")
+COMPOUND_HEADS = (
+    "api",
+    "access",
+    "secret",
+    "private",
+    "client",
+    "auth",
+    "refresh",
+    "id",
+    "session",
+    "bearer",
+    "app",
+    "service",
+    "master",
+    "user",
+    "admin",
+    "security",
+    "oauth",
+    "xapi",
+)
+"""Words that, written together with a credential word (``apikey``, ``accesstoken``),
+make one: such a one-word name reads as its last, credential, word."""
 
 # Squashed names the rule matches that carry no credential, wherever they appear.
 HARMLESS_NAMES: Mapping[str, str] = {
@@ -67,8 +97,6 @@ HARMLESS_NAMES: Mapping[str, str] = {
     "nextpagetoken": "the pagination cursor a list response hands back",
     "progresstoken": "MCP's progress token: a label the client picks to match progress"
     " notifications to its request",
-    "author": "who wrote a text: content, not authentication",
-    "authors": "who wrote a text: content, not authentication",
 }
 # Harmless as JSON body fields only: in a URL the same names are credentials.
 HARMLESS_FIELDS: Mapping[str, str] = {
@@ -194,15 +222,57 @@ _SCHEMA_TYPES = frozenset({"string", "number", "integer", "boolean", "object", "
 _SCHEMA_WORDS = ("$ref", "anyOf", "oneOf", "allOf", "enum", "const", "properties", "items")
 
 
+_SPLIT = re.compile(r"[\W_\d]+")  # separators: anything but a letter (digits included)
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+
+@functools.lru_cache(maxsize=4096)
+def name_words(name: str) -> tuple[str, ...]:
+    """A name's words, lower-cased: ``X-Api-Key``, ``x_api_key``, ``xAPIKey`` -> x, api, key."""
+    return tuple(
+        word.lower()
+        for chunk in _SPLIT.split(name)
+        if chunk
+        for word in _CAMEL.split(chunk)
+        if word
+    )
+
+
 def squash(name: str) -> str:
-    return name.lower().replace("-", "").replace("_", "")
+    """A name's words run together (``X-Api-Key-2`` -> ``xapikey``): how the
+    safe-lists spell a name, so each entry holds however the name is written."""
+    return "".join(name_words(name))
 
 
-def is_credential_name(squashed: str) -> bool:
-    """The rule alone, on a squashed name (no place-specific entries)."""
-    if squashed in HARMLESS_NAMES:
+def _credential_word(word: str) -> bool:
+    """A last word that names a credential: one of the endings, or a compound of one."""
+    if word in CREDENTIAL_ENDINGS:
+        return True
+    return any(
+        word.endswith(ending) and word[: -len(ending)] in COMPOUND_HEADS
+        for ending in CREDENTIAL_ENDINGS
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def is_credential_name(name: str) -> bool:
+    """The rule alone, on a name as written (no place-specific entries).
+
+    The last word, or the first, may be spelled across several (``Pass-Word``,
+    ``a_p_i_k_e_y``): the words at the end, run together, and those at the start are
+    read too, always whole words, so ``author_email`` stays content.
+    """
+    if squash(name) in HARMLESS_NAMES:
         return False
-    return squashed.endswith(CREDENTIAL_ENDINGS) or squashed.startswith(CREDENTIAL_STARTS)
+    words = name_words(name)
+    ends = ("".join(words[i:]) for i in range(len(words)))
+    starts = ("".join(words[:i]) for i in range(1, len(words) + 1))
+    return any(map(_credential_word, ends)) or any(s in CREDENTIAL_STARTS for s in starts)
+
+
+def names_authorization(name: str) -> bool:
+    """Any word of the name is an authorization word (``x-amzn-remapped-authorization``)."""
+    return any(word in CREDENTIAL_STARTS for word in name_words(name))
 
 
 # Field names repeat on every request; the key and a replay's secrets both ask (about
@@ -210,8 +280,7 @@ def is_credential_name(squashed: str) -> bool:
 @functools.lru_cache(maxsize=2048)
 def is_credential_field(name: str) -> bool:
     """A JSON body field whose value carries a credential (dropped from the key)."""
-    squashed = squash(name)
-    return squashed not in HARMLESS_FIELDS and is_credential_name(squashed)
+    return squash(name) not in HARMLESS_FIELDS and is_credential_name(name)
 
 
 @functools.lru_cache(maxsize=2048)
@@ -223,8 +292,7 @@ def is_minted_field(name: str) -> bool:
 
 def is_credential_param(name: str) -> bool:
     """A query, form or multipart parameter that carries a credential (dropped from the key)."""
-    squashed = squash(name)
-    return squashed in EXTRA_PARAMS or is_credential_name(squashed)
+    return squash(name) in EXTRA_PARAMS or is_credential_name(name)
 
 
 # Asked for every header of every request, replayed or recorded: uncached, the rule's
@@ -240,9 +308,9 @@ def is_credential_header(name: str) -> bool:
     squashed = squash(name)
     if squashed in HARMLESS_NAMES:
         return False
-    if squashed in EXTRA_HEADERS or is_credential_name(squashed):
+    if squashed in EXTRA_HEADERS or is_credential_name(name):
         return True
-    return any(is_credential_name(squash(word)) for word in name.split("-") if word)
+    return any(is_credential_name(word) for word in name.split("-") if word)
 
 
 def is_schema(value: Any) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 
-from ._credentials import CREDENTIAL_STARTS, is_credential_name, squash
+from ._credentials import is_credential_name, names_authorization, squash
 
 __all__ = ["SUBPROTOCOLS", "keep_request_header", "keep_response_header"]
 
@@ -167,16 +167,15 @@ def keep_response_header(name: str) -> bool:
 def _identifying_response_header(name: str) -> bool:
     """A cookie, a credential, or an account's, a person's or a session's identifier.
 
-    Credentials by DESIGN §4's rule (`is_credential_name`) on the squashed name, not
-    on each word (``x-amzn-bedrock-input-token-count`` is a count,
-    ``x-ratelimit-limit-tokens`` a limit), and any word starting as the rule's names
-    do (``x-amzn-remapped-authorization``).
+    Credentials by DESIGN §4's rule (`is_credential_name`) on the whole name, not on
+    each word (``x-amzn-bedrock-input-token-count`` is a count,
+    ``x-ratelimit-limit-tokens`` a limit), and any authorization word in it
+    (``x-amzn-remapped-authorization``).
     """
     words = set(name.replace("_", "-").split("-"))
-    squashed = squash(name)
     return (
         not _IDENTIFYING_WORDS.isdisjoint(words)
-        or "cookie" in squashed
-        or is_credential_name(squashed)
-        or any(word.startswith(CREDENTIAL_STARTS) and is_credential_name(word) for word in words)
+        or "cookie" in squash(name)
+        or is_credential_name(name)
+        or names_authorization(name)
     )

@@ -52,7 +52,9 @@ def redact_entry(entry: dict[str, Any], secrets: frozenset[str]) -> dict[str, An
     """Mask secrets in an entry ``{"request": ..., "response": ...}`` (a new dict).
 
     ``secrets`` are those of the request's headers and query (`collect_secrets`);
-    those the stored request shows itself are added (and remembered).
+    those the stored request shows itself are added (and remembered). So are those
+    every earlier request carried (`MEMORY`): a provider that echoes a key sent in one
+    request inside the answer to another (a rotated key, a login) has it masked too.
     """
     entry = dict(entry)
     request = entry.get("request")
@@ -60,6 +62,7 @@ def redact_entry(entry: dict[str, Any], secrets: frozenset[str]) -> dict[str, An
         request = entry["request"] = _read_as_key_reads(request)
     secrets = secrets | entry_secrets(request) | minted_secrets(entry.get("response"))
     MEMORY.remember(secrets)
+    secrets |= MEMORY.known()
     if secrets:
         entry = mask_exact(entry, secrets)
     response = entry.get("response")

@@ -30,12 +30,14 @@ from .._core._exceptions import CassetteError
 from .._core._files import dump_json, write_atomic
 from .._core._hosts import PROVIDER_HOSTS, HostMatcher
 from .._core._modes import Mode
+from .._core._safe_text import terminal
 from .._core._words import plural
 from .._recording import _runlog
 from .._recording._deck import Arguments, Deck, RequestInfo
 from .._secrets._collect import entry_secrets, request_body
 from .._secrets._credentials import SECRET_SHAPES, is_credential_header, is_credential_param
 from .._store._cassette import Recording
+from ._importers._bounded import body_problem
 from ._importers._cassetter import looks_like_cassetter, read_cassetter, read_toml
 from ._importers._source import Exchange, SourceFile, UnreadableSource
 from ._importers._vcrpy import looks_like_vcrpy, read_document, read_vcrpy
@@ -262,6 +264,10 @@ def _import_one(
     dry_run: bool,
 ) -> str | None:
     """Write one exchange; why it was skipped, or None."""
+    for which, body in (("request", exchange.request_body), ("response", exchange.response_body)):
+        problem = body_problem(body)  # replay would refuse the cassette: never written
+        if problem is not None:
+            return f"its {which} body: {problem}"
     info = _describe(deck, exchange)
     if info.key in existing and not force:
         return f"cassette {info.key}.json exists (pass --force to replace it)"
@@ -383,8 +389,6 @@ def attach(cassette_dir: Path, test: str, deck: Deck) -> None:
 
 # -- the report ----------------------------------------------------------------------------
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-
 
 def render(report: ImportReport) -> str:
     """The report for a terminal: per file what was imported, skipped (why) and masked."""
@@ -420,5 +424,5 @@ def render(report: ImportReport) -> str:
 
 
 def _safe(text: str) -> str:
-    """Control characters of a file's name or content escaped for the terminal."""
-    return _CONTROL.sub(lambda m: repr(m.group(0))[1:-1], text)
+    """A file's name or content for the terminal, by the one rule (`_safe_text.terminal`)."""
+    return terminal(text).replace("\n", "\\n").replace("\t", "\\t")  # one line each

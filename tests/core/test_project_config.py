@@ -169,13 +169,16 @@ def test_the_environment_beats_the_table_and_a_session_argument_beats_both(
     assert ghostrun.session(cassette_dir=tmp_path / "arg").cassette_dir == tmp_path / "arg"
 
 
-def test_the_tables_mode_beats_the_ci_default_and_loses_to_the_switch(
+def test_the_tables_mode_applies_off_ci_never_beats_the_ci_default_and_loses_to_the_switch(
     app: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (app / "pyproject.toml").write_text(PYPROJECT + 'mode = "record"\n')
     monkeypatch.chdir(app)
-    monkeypatch.setenv("CI", "true")
+    monkeypatch.delenv("CI", raising=False)
     assert ghostrun.session().mode is ghostrun.Mode.RECORD
+    monkeypatch.setenv("CI", "true")
+    with pytest.warns(UserWarning, match=r"mode = 'record' .* is ignored on CI"):
+        assert ghostrun.session().mode is ghostrun.Mode.REPLAY
     assert ghostrun.session(mode="auto").mode is ghostrun.Mode.AUTO
     monkeypatch.setenv("GHOSTRUN_MODE", "replay")
     assert ghostrun.session(mode="auto").mode is ghostrun.Mode.REPLAY

@@ -11,7 +11,9 @@ fails on a ghostrun that quotes untrusted text by hand.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
+from html import unescape
 from pathlib import Path
 
 import openai
@@ -187,3 +189,63 @@ def test_the_renderers_themselves_are_safe_without_the_cli(runs: tuple[Path, Pat
     found = review(state_from_dir(runs[0]), state_from_dir(runs[1]))
     for fmt in ("text", "markdown"):
         assert "\x1b" not in render(found, fmt)
+
+
+# -- mentions (issue 41) -------------------------------------------------------------------------
+
+MENTIONS = "thanks @octocat, cc @github/security-team and @Org_1"
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("ping @octocat", "ping @&#8203;octocat"),
+        ("@github/security-team", "@&#8203;github/security-team"),
+        ("mail a@b.example", "mail a@&#8203;b.example"),
+        ("a lone @ sign", "a lone @ sign"),
+    ],
+)
+def test_inline_markdown_mentions_nobody(text: str, shown: str) -> None:
+    assert safe.inline(text) == shown
+    assert safe.code(text) == f"`{text}`"  # inside code, GitHub pings nobody: kept as it is
+
+
+def _mentions_outside_code(html: str) -> list[str]:
+    """``@name`` in the rendered text outside ``<code>``, as GitHub's mention filter reads it."""
+    outside = re.sub(r"(?s)<code>.*?</code>|<pre>.*?</pre>", "", html)
+    return re.findall(r"@[A-Za-z0-9][A-Za-z0-9/_-]*", unescape(outside))
+
+
+def test_review_markdown_pings_nobody(
+    tmp_path: Path, provider: ProviderSimulator, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A judge's reason, a test id and an answer that mention people, through the real
+    openai SDK and ``ghostrun review --format markdown``, rendered by a CommonMark parser."""
+    before, after = tmp_path / "before", tmp_path / "after"
+    for directory, answer, reason in (
+        (before, "A plain answer.", "PASS it is polite"),
+        (after, f"Answer: {MENTIONS}", f"FAIL ask {MENTIONS}"),
+    ):
+        provider.reply = answer
+        with ghostrun.session(
+            mode="record",
+            cassette_dir=directory,
+            hosts=LOOPBACK,
+            name="test_app.py::test_reply[@octocat]",
+        ):
+            client = openai.OpenAI(base_url=provider.url("/v1"), api_key="sk-" + "proj-ping0123")
+            reply = client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": f"say it {len(answer)}"}]
+            )
+            text = reply.choices[0].message.content or ""
+            with contextlib.suppress(AssertionError):
+                verdict = (reason.startswith("PASS"), reason)
+                judged = ghostrun.expect(text, judge=lambda t, c, said=verdict: said)
+                judged.contains_intent("is polite")
+        _runlog.write_run()
+
+    markdown = _cli_out(capsys, "review", str(before), str(after), "--format", "markdown")
+    assert "octocat" in markdown and "security-team" in markdown  # all of it is shown
+    html = _render(markdown)
+    assert _mentions_outside_code(html) == [], html
+    _assert_inert(html)  # and last round's rules still hold

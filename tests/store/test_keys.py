@@ -348,7 +348,8 @@ CREDENTIAL_NAMES = [
     ("token_count", False, False),
     ("tokens", False, False),
     ("keys", False, False),
-    ("monkey", True, True),  # the rule, not a dictionary: a false positive it accepts
+    ("monkey", False, False),  # words, not suffixes: "monkey" is not "key"
+    ("author_email", False, False),  # nor prefixes: "author" is not "auth"
     ("model", False, False),
 ]
 

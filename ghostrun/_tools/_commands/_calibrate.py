@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     directory: Path = args.cassette_dir or settings.resolve_cassette_dir()
     try:
         cases = _cases.load_cases(args.labels)
-        judge = judge_from_spec(args.judge, args.judge_url)
+        judge = judge_from_spec(args.judge, args.judge_url, data_dirs=(directory,))
         observed = _suite_verdicts(directory, str(judge.identity))
         report = _experiment.calibrate(
             cases,

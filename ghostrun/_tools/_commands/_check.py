@@ -7,11 +7,13 @@ is ``prune``'s list too.
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..._core._age import today
+from ..._core._age import MAX_AGE_ENV, today
+from ..._core._config import settings
 from ..._core._words import plural
 from ..._store import _check, _validate
 from ._args import Subparsers, UsageError, add_command, cassette_dir, last_run
@@ -33,14 +35,17 @@ def add_parser(subparsers: Subparsers) -> None:
     parser.add_argument(
         "--older-than",
         metavar="AGE",
-        help="instead, list the cassettes recorded more than AGE ago (90d, 12w, 6m; exit 1 if any)",
+        nargs="?",
+        const="",
+        help="instead, list the cassettes recorded more than AGE ago (90d, 12w, 6m; exit 1 if "
+        "any); without AGE, the suite's max_age (GHOSTRUN_MAX_AGE, [tool.ghostrun])",
     )
 
 
 def run(args: argparse.Namespace) -> int:
     directory = cassette_dir(args)
     if args.older_than is not None:
-        return _run_older_than(directory, args.older_than)
+        return _run_older_than(directory, args.older_than or _suite_max_age())
     found = _check.check(directory, last_run(directory))
     tests = len(found.run["tests"])
     finished = found.run.get("finished", "?")
@@ -128,6 +133,17 @@ def _describe_verdict(path: Path) -> str:
 
 def _first_line(text: str) -> str:
     return text.strip().splitlines()[0] if text.strip() else ""
+
+
+def _suite_max_age() -> str:
+    """The ``max_age`` the suite replays with, as ``--older-than`` takes it."""
+    age = os.environ.get(MAX_AGE_ENV, "").strip() or settings.resolve_max_age()
+    if age is None or age == "":
+        raise UsageError(
+            "--older-than without AGE uses the suite's max_age, and none is set: give an age "
+            '(--older-than 90d), or set max_age = "90d" in [tool.ghostrun] or GHOSTRUN_MAX_AGE'
+        )
+    return f"{age}d" if isinstance(age, int) else str(age)
 
 
 def _run_older_than(directory: Path, age: str) -> int:

@@ -1,6 +1,7 @@
 """Readers of other tools' cassettes, for ``ghostrun import`` (`_tools._import`).
 
     _source      what every reader returns: exchanges as they went over the wire
+    _bounded     reading within replay's limits: file and body sizes, nesting, YAML aliases
     _vcrpy       vcrpy's cassettes (YAML, JSON, gzipped; pytest-recording's layout)
     _cassetter   cassetter's cassettes (YAML, TOML)
 

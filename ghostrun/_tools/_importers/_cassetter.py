@@ -18,21 +18,35 @@ interactions are not imported (said as skipped).
 from __future__ import annotations
 
 import tomllib
+import zlib
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from ..._store._limits import limit_message
+from ._bounded import OverLimit, read_file
 from ._source import Exchange, SourceFile, UnreadableSource, decoded, header_pairs
 
 __all__ = ["looks_like_cassetter", "read_cassetter", "read_toml"]
 
 
 def read_toml(path: Path) -> Any:
+    """A TOML file within replay's limit for a file; nesting Python's parser cannot follow
+    (it recurses) is refused, as replay refuses nesting past its limit."""
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        return tomllib.loads(read_file(path).decode("utf-8"))
+    except OverLimit as exc:
+        raise UnreadableSource(str(exc)) from None
+    except RecursionError:
+        raise UnreadableSource(
+            f"its TOML nests deeper than Python's parser follows: {_DEEP}"
+        ) from None
+    except (OSError, zlib.error, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise UnreadableSource(f"not a readable TOML file ({exc})") from None
+
+
+_DEEP = limit_message("json_depth", "more than Python's recursion limit")
 
 
 def looks_like_cassetter(document: Any) -> bool:

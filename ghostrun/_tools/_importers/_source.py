@@ -8,12 +8,14 @@ module is installed), headers are ``(lower-case name, value)`` pairs.
 
 from __future__ import annotations
 
-import gzip
 import importlib
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from ..._store._limits import LIMITS
+from ._bounded import OverLimit, bounded_loader, inflate, limit_message_for
 
 __all__ = ["Exchange", "SourceFile", "UnreadableSource", "decoded", "header_pairs", "load_yaml"]
 
@@ -64,18 +66,22 @@ def decoded(body: bytes, headers: list[tuple[str, str]]) -> bytes:
 
 
 def _undo(coding: str, body: bytes) -> bytes:
+    """One encoding undone, within replay's limit for a body (`_bounded`)."""
     if coding in ("", "identity") or not body:
         return body
+    limit = LIMITS["body_bytes"].value
     try:
         if coding in ("gzip", "x-gzip"):
-            return gzip.decompress(body)
+            return inflate(body, "gzip", limit)
         if coding == "deflate":
             try:
-                return zlib.decompress(body)
+                return inflate(body, "deflate", limit)
             except zlib.error:  # deflate sent without its zlib header, as some servers do
-                return zlib.decompress(body, -zlib.MAX_WBITS)
+                return inflate(body, "raw", limit)
         if coding == "br":
-            return _brotli().decompress(body)  # type: ignore[no-any-return]
+            return _unbrotli(body, limit)
+    except OverLimit as exc:
+        raise UnreadableSource(f"its {coding} body {exc}") from None
     except (OSError, zlib.error, EOFError) as exc:
         if _looks_decoded(body):  # the source decoded it and kept the header
             return body
@@ -85,6 +91,18 @@ def _undo(coding: str, body: bytes) -> bytes:
 
 def _looks_decoded(body: bytes) -> bool:
     return body[:1] in (b"{", b"[") or body[:5] in (b"data:", b"event")
+
+
+def _unbrotli(body: bytes, limit: int) -> bytes:
+    """A brotli body, its output capped at ``limit`` + 1 where the module can cap it."""
+    decompressor = _brotli().Decompressor()
+    try:
+        out: bytes = decompressor.process(body, output_buffer_limit=limit + 1)
+    except TypeError:  # an older brotli: no cap, the whole body at once
+        out = decompressor.process(body)
+    if len(out) > limit:
+        raise OverLimit(f"inflates past {limit:,} bytes: {limit_message_for(limit)}")
+    return out
 
 
 def _brotli() -> Any:
@@ -118,6 +136,8 @@ def load_yaml(text: str, path: Path) -> Any:
     for tag in ("python/unicode", "python/str"):
         _Loader.add_constructor(f"tag:yaml.org,2002:{tag}", _as_str)
     try:
-        return yaml.load(text, Loader=_Loader)
+        return yaml.load(text, Loader=bounded_loader(yaml, _Loader))
+    except OverLimit as exc:
+        raise UnreadableSource(str(exc)) from None
     except yaml.YAMLError as exc:
         raise UnreadableSource(f"not valid YAML ({str(exc).splitlines()[0]})") from None

@@ -15,13 +15,14 @@ time, so the response's ``date`` header, when it has one, gives the day.
 
 from __future__ import annotations
 
-import gzip
+import zlib
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from ._bounded import OverLimit, read_file
 from ._source import (
     Exchange,
     SourceFile,
@@ -37,14 +38,13 @@ __all__ = ["looks_like_vcrpy", "read_document", "read_vcrpy"]
 def read_document(path: Path) -> Any:
     """The parsed document of a YAML or JSON cassette file, gzipped or not."""
     try:
-        raw = path.read_bytes()
+        raw = read_file(path)  # within replay's limit for a file, inflated or not
+    except OverLimit as exc:
+        raise UnreadableSource(str(exc)) from None
     except OSError as exc:
         raise UnreadableSource(f"cannot be read ({exc.strerror or exc})") from None
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError) as exc:
-            raise UnreadableSource(f"a broken gzip file ({exc})") from None
+    except zlib.error as exc:
+        raise UnreadableSource(f"a broken gzip file ({exc})") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:

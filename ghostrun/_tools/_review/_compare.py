@@ -13,6 +13,7 @@ import difflib
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..._core._config import settings
 from ..._store._keys import split_field_paths
 from ..._store._render import render_body
 from .._tokens import Prices, StepTokens, Usage, step_tokens, usage
@@ -99,7 +100,10 @@ def _review_test(
     old_test = before.tests().get(name, {})
     outcome = (old_test.get("outcome"), test.get("outcome"))
     found = TestReview(name, outcome)
-    ignore = split_field_paths(test.get("ignore_fields") or ())
+    # The sessions' ignore_fields, as the run log kept them, and the project's table's.
+    ignore = split_field_paths(
+        (*(test.get("ignore_fields") or ()), *settings.resolve_ignore_fields())
+    )
     old_trail = before.trail(name, old_test)
     for position, key in enumerate(after.trail(name, test), 1):
         new = after.cassettes.get(key)
