@@ -202,6 +202,7 @@ _TYPES: dict[str, Callable[[object], bool]] = {
     "cassette_dir": lambda v: isinstance(v, str),
     "hosts": _strings,
     "tool_hosts": _strings,
+    "conversation_fields": _strings,
     "ignore_urls": _strings,
     "block_network": lambda v: isinstance(v, bool),
     "judge": lambda v: isinstance(v, str),
