@@ -5,8 +5,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..._core._config import settings
+from ..._core._normalize import normalizer
+from ..._core._project import current
 from ..._recording import _runlog
-from .._review._compare import review
+from .._review._compare import Suite, review
 from .._review._render import FORMATS, render
 from .._review._states import ReviewError, State, state_from_dir, state_from_git
 from ._args import PRICES_HELP, Subparsers, UsageError, add_command, cassette_dir, prices
@@ -25,7 +28,11 @@ def add_parser(subparsers: Subparsers) -> None:
         "to the cassette directory as it is now (run the tests, re-recording, first). With "
         "--runs they name two run snapshots of the cassette directory instead. Each new "
         "cassette is paired with the one it replaced, by test and endpoint, else by the "
-        "closest body. Exit status 1 when a verdict went from PASS to FAIL.",
+        "closest body. Each test tells one story: its outcome change, its final answer before and "
+        "after, and each request change once (provider-minted ids and the suite's normalize "
+        "and ignore_fields left out). Exit status 1 when a test's outcome got worse (it "
+        "passed, or was new, and now fails or errors) or a verdict went from PASS to FAIL; "
+        "0 otherwise.",
     )
     parser.add_argument("before", nargs="?", metavar="BEFORE", help="default: HEAD")
     parser.add_argument("after", nargs="?", metavar="AFTER", help="default: the directory now")
@@ -38,7 +45,8 @@ def add_parser(subparsers: Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    directory = cassette_dir(args)
+    two_dirs = not args.runs and all(w and Path(w).is_dir() for w in (args.before, args.after))
+    directory = args.cassette_dir if two_dirs else cassette_dir(args)  # two dirs: none needed
     try:
         if args.runs:
             if not (args.before and args.after):
@@ -54,9 +62,9 @@ def run(args: argparse.Namespace) -> int:
             )
     except ReviewError as exc:
         raise UsageError(str(exc)) from None
-    found = review(before, after, prices(args))
+    found = review(before, after, prices(args), suite_settings())
     out(render(found, args.format))
-    return 1 if found.regressions else 0
+    return 1 if found.needs_review else 0
 
 
 def _state(where: str, directory: Path, run: str) -> State:
@@ -64,3 +72,15 @@ def _state(where: str, directory: Path, run: str) -> State:
     if Path(where).is_dir():
         return state_from_dir(Path(where), run)
     return state_from_git(where, directory, run)
+
+
+def suite_settings() -> Suite:
+    """The suite's ``normalize`` and ``ignore_fields``, read where its sessions read them
+    (``configure()`` or the pytest ini, then ``[tool.ghostrun]``), shown left out."""
+    project = current()
+    shapes = settings.normalize or tuple(project.get("normalize") or ())
+    try:
+        found = normalizer(list(shapes)) if shapes else None
+    except ValueError as exc:
+        raise UsageError(f"[tool.ghostrun] normalize: {exc}") from None
+    return Suite(found, tuple(project.get("ignore_fields") or ()))
