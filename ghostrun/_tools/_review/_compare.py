@@ -221,8 +221,8 @@ def _pair(
     free = [
         k for k in candidates if k not in paired and endpoint_of(before.cassettes[k]) == endpoint
     ]
-    if hint in free:
-        choice: str | None = hint
+    if hint in free or (hint in candidates and endpoint_of(before.cassettes[hint]) == endpoint):
+        choice: str | None = hint  # the test's own, even when another test shared it
     else:
         ours = [k for k in free if owners.get(k) in (None, test)]
         mine = render_body(new["request"].get("body") or {})
