@@ -314,7 +314,7 @@ class _Ghostrun:
         if report.when == "teardown" and self.outcomes.get(report.nodeid) not in (None, "passed"):
             return  # a failed test that also failed to clean up stays "failed"
         self.outcomes[report.nodeid] = outcome
-        _runlog.test_outcome(report.nodeid, outcome)
+        _runlog.test_outcome(report.nodeid, outcome, _failure(report))
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
@@ -519,6 +519,8 @@ def _session_kwargs(item: pytest.Item, markers: list[pytest.Mark]) -> dict[str, 
 
 
 def _outcome(report: pytest.TestReport) -> str | None:
+    if report.skipped and hasattr(report, "wasxfail"):
+        return "xfailed"  # not a skip: the test ran (or was meant to) and failed as expected
     if report.when == "call":
         return str(report.outcome)
     if report.failed:
@@ -526,6 +528,15 @@ def _outcome(report: pytest.TestReport) -> str | None:
     if report.skipped and report.when == "setup":
         return "skipped"
     return None
+
+
+def _failure(report: pytest.TestReport) -> str | None:
+    """A failed test's message as pytest's summary line reads it (``ghostrun review``)."""
+    if not report.failed:
+        return None
+    crash = getattr(report.longrepr, "reprcrash", None)
+    message = getattr(crash, "message", None)
+    return str(message) if message else None
 
 
 def _limits(session: pytest.Session) -> list[str]:

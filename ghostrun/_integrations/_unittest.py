@@ -147,7 +147,7 @@ class TestCaseMixin(_Base):
         if before is not None and after is not None:
             session = self._ghostrun_current
             name = session.name if session is not None and session.name else self.ghostrun_test_id()
-            _runlog.test_outcome(name, _outcome(before, after))
+            _runlog.test_outcome(name, _outcome(before, after), _failure(result, before))
         return result
 
     def _ghostrun_watch(self) -> Callable[[], None]:
@@ -344,6 +344,24 @@ def _counts(result: object) -> tuple[int, ...] | None:
         return None
 
 
+def _failure(result: object, before: tuple[int, ...]) -> str | None:
+    """The message of the error or failure this test added to ``result``: its exception's
+    lines, after the traceback's frames (``ghostrun review`` shows it with the outcome)."""
+    added = [
+        entry
+        for name, count in zip(("errors", "failures"), before, strict=False)
+        for entry in getattr(result, name, [])[count:]
+    ]
+    if not added:
+        return None
+    lines = str(added[0][1]).rstrip().splitlines()
+    frames = [i for i, line in enumerate(lines) if line.startswith('  File "')]
+    start = frames[-1] + 1 if frames else 0
+    while start < len(lines) and lines[start].startswith("    "):  # the frame's source
+        start += 1
+    return "\n".join(lines[start:]) or None
+
+
 def _outcome(before: tuple[int, ...], after: tuple[int, ...]) -> str:
     """What the run log calls the outcome, from what the run added to the result."""
     errors, failures, unexpected, skipped, expected = (
@@ -353,6 +371,8 @@ def _outcome(before: tuple[int, ...], after: tuple[int, ...]) -> str:
         return "error"
     if failures or unexpected:
         return "failed"
-    if skipped or expected:
-        return "skipped"  # an expected failure too, as pytest reports an xfail
+    if expected:
+        return "xfailed"
+    if skipped:
+        return "skipped"
     return "passed"

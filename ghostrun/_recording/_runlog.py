@@ -20,7 +20,8 @@ The file::
       "finished": "2026-01-01T12:00:00Z",
       "tests": {
         "<test name (pytest node id, unittest id, or the script's name)>": {
-          "outcome": "passed" | "failed" | "error" | "skipped" | null,
+          "outcome": "passed" | "failed" | "error" | "skipped" | "xfailed" | null,
+          "failure": "<a failed test's message, its first lines>",  (only when it failed)
           "outputs": ["<each distinct text asserted on, in order>"],
           "assertions": [
             {"kind": "contains_intent", "criterion": "<what was checked>",
@@ -114,7 +115,8 @@ __all__ = [
 RUN_FORMAT_VERSION = _validate.FORMAT_VERSIONS["run log"]
 LAST = "_last"
 RUN_ID_ENV = "GHOSTRUN_RUN_ID"
-OUTCOMES = ("passed", "failed", "error", "skipped")
+OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed")
+_FAILURE_LINES = 5  # of a failed test's message: what a review shows beside the outcome
 SNAPSHOT_ENV = "GHOSTRUN_SNAPSHOT"
 _SNAPSHOT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
@@ -177,6 +179,7 @@ class RunLog:
         self._lock = threading.Lock()
         self._dirs: dict[str, _DirLog] = {}
         self._outcomes: dict[str, str] = {}
+        self._failures: dict[str, str] = {}  # a failed test's message (`outcome`)
         self.limited_by: list[str] = []  # how the run was narrowed (-k, --lf, paths), if it was
         self._seen: weakref.WeakKeyDictionary[Deck, tuple[int, int, int, int]] = (
             weakref.WeakKeyDictionary()
@@ -252,11 +255,16 @@ class RunLog:
             log = self._dir(directory)
             log["replay"] = _only_replay(log["replay"], mode is Mode.REPLAY)
 
-    def outcome(self, name: str, outcome: str) -> None:
+    def outcome(self, name: str, outcome: str, failure: str | None = None) -> None:
         if outcome not in OUTCOMES:
             raise ValueError(f"invalid test outcome {outcome!r}: expected one of {OUTCOMES}")
         with self._lock:
             self._outcomes[name] = outcome
+            if failure:
+                lines = scrub_text(failure).strip().splitlines()[:_FAILURE_LINES]
+                self._failures[name] = "\n".join(lines)
+            else:
+                self._failures.pop(name, None)
 
     def _dir(self, directory: Path) -> _DirLog:
         key = _absolute.get(directory)  # every session closing asks: the same few directories
@@ -290,13 +298,15 @@ class RunLog:
                 }
                 for path, log in self._dirs.items()
             }
-            return orjson.dumps({"dirs": dirs, "outcomes": self._outcomes}).decode()
+            state = {"dirs": dirs, "outcomes": self._outcomes, "failures": self._failures}
+            return orjson.dumps(state).decode()
 
     def merge(self, exported: str) -> None:
         """Add another process's `export` to this run."""
         state = orjson.loads(exported)
         with self._lock:
             self._outcomes.update(state["outcomes"])
+            self._failures.update(state.get("failures") or {})
             for path, part in state["dirs"].items():
                 log = self._dir(Path(path))
                 for name, theirs in part["tests"].items():
@@ -323,8 +333,10 @@ class RunLog:
         tests: dict[str, RunLogEntry] = {}
         for test_name, test in log["tests"].items():
             outcome = self._outcomes.get(test_name)
+            failure = self._failures.get(test_name)
             for alias in test["aliases"]:
                 outcome = outcome or self._outcomes.get(alias)
+                failure = failure or self._failures.get(alias)
             tests[test_name] = {
                 "outcome": outcome,
                 "outputs": test["outputs"],
@@ -334,6 +346,8 @@ class RunLog:
                 "verdicts": test["verdicts"],
                 "ignore_fields": test["ignore_fields"],
             }
+            if failure and outcome in ("failed", "error"):
+                tests[test_name]["failure"] = failure
         untracked = log["judged"] and not log["verdicts_used"]
         return {
             "version": RUN_FORMAT_VERSION,
@@ -582,9 +596,10 @@ def record_assertion(
     PROCESS.arm_atexit()
 
 
-def test_outcome(name: str, outcome: str) -> None:
-    """A framework reports how a test ended: passed, failed, error or skipped."""
-    PROCESS.log.outcome(name, outcome)
+def test_outcome(name: str, outcome: str, failure: str | None = None) -> None:
+    """A framework reports how a test ended: passed, failed, error, skipped or xfailed
+    (and, when it failed, its message: ``ghostrun review`` shows it with the outcome)."""
+    PROCESS.log.outcome(name, outcome, failure)
 
 
 test_outcome.__test__ = False  # type: ignore[attr-defined]  # not a test, despite its name

@@ -403,7 +403,12 @@ def test_each_outcome_is_reported_to_the_run_log(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     reported: dict[str, str] = {}
-    monkeypatch.setattr(ghostrun._recording._runlog, "test_outcome", reported.__setitem__)
+    failures: dict[str, str | None] = {}
+
+    def report(name: str, outcome: str, failure: str | None = None) -> None:
+        reported[name], failures[name] = outcome, failure
+
+    monkeypatch.setattr(ghostrun._recording._runlog, "test_outcome", report)
 
     class Outcomes(ghostrun.TestCaseMixin, unittest.TestCase):
         ghostrun_session_kwargs = {"cassette_dir": tmp_path}
@@ -443,9 +448,12 @@ def test_each_outcome_is_reported_to_the_run_log(
         f"{prefix}::test_error": "error",
         f"{prefix}::test_skipped": "skipped",
         f"{prefix}::test_skipped_inside": "skipped",
-        f"{prefix}::test_expected_failure": "skipped",
+        f"{prefix}::test_expected_failure": "xfailed",  # not a skip: it ran, and failed
         f"{prefix}::test_unexpected_success": "failed",
     }
+    assert failures[f"{prefix}::test_error"] == "KeyError: 'boom'"
+    assert (failures[f"{prefix}::test_failed"] or "").startswith("ghostrun.ExpectationFailed")
+    assert failures[f"{prefix}::test_passed"] is None
 
 
 # -- one failure per test, told as the test's own ----------------------------------------

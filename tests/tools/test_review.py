@@ -171,6 +171,8 @@ def test_review_names_the_changed_request_words_verdict_and_stale_cassette(
         "1 stale cassette, tokens in 10, out 10 -> 2 (-8)"  # the terse prompt's answer is shorter
     )
     assert "  tokens: in 10, out 10 -> 2 (-8)\n    step 1: in 10, out 10 -> 2 (-8)\n" in out
+    head = out.index("test_app.py::test_refund (failed)\n")  # the outcome first, and why
+    assert out[head:].split("\n")[1].startswith("  fails: ghostrun.ExpectationFailed: expected:")
     assert "test_app.py::test_order" not in out  # re-recorded, same answers: not news
     assert (
         f"request 1: POST {edited_url(out)}/v1/chat/completions: {old_key}.json -> {new_key}.json"

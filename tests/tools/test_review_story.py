@@ -29,6 +29,8 @@ from ghostrun._core._config import settings
 from ghostrun._recording import _runlog, _trajectory
 from ghostrun._tools._cli import main
 
+pytest_plugins = ["pytester"]
+
 LOOPBACK = ("127.0.0.1",)
 SYSTEM = "You are a support agent. Use the tools.\nAnswer in one sentence."
 CHANGED = "You are a support agent. Use the tools.\nAnswer in one short sentence, no dates."
@@ -108,8 +110,9 @@ def run_suite(provider: ProviderSimulator, cassettes: Path, system: str) -> None
                 mode="record", cassette_dir=cassettes, hosts=LOOPBACK, name=name, **options
             ):
                 answer = agent(provider.base_url, system)
-            outcome = "passed" if test != "test_chat_refund" or "Monday" in answer else "failed"
-            _runlog.test_outcome(name, outcome)
+            failed = test == "test_chat_refund" and "Monday" not in answer
+            failure = f"AssertionError: assert 'Monday' in {answer!r}" if failed else None
+            _runlog.test_outcome(name, "failed" if failed else "passed", failure)
         _runlog.write_run()
 
 
@@ -133,10 +136,12 @@ def changed_files(repo: Path) -> int:
 
 
 def bound(found: dict[str, Any]) -> int:
-    """The most lines the text review may have: 2 header lines; per changed test its head,
-    its answer ("answer:" and the diff), one line per changed request and the first request
-    diff, its tokens (a line, and one per step at most), a verdict heading and one line per
-    verdict, its stale line; the stale list and the prune advice at the end."""
+    """The most lines the text review may have, the bound: 2 header lines; per changed test
+    a blank line, its head and its failure's message, its final answer ("answer:" and the
+    diff), one line per changed request (k) and the first request diff (plus any later diff
+    that holds a change not shown before: none here), its tokens (a line and at most k step
+    lines), a verdict heading and its verdicts, its stale line; the stale list and the prune
+    advice at the end."""
     lines = 2 + 2
     for test in found["tests"]:
         requests = test["requests"]
@@ -145,7 +150,8 @@ def bound(found: dict[str, Any]) -> int:
         k = len(requests)
         answer = len(test["answer"]) + 1 if test["answer"] else 0
         verdicts = len(test["verdicts"]) + 1 if test["verdicts"] else 0
-        lines += 1 + 1 + answer + k + len(first) + (1 + k) + verdicts + 1
+        failure = len((test["failure"] or "").splitlines())
+        lines += 1 + 1 + failure + answer + k + len(first) + (1 + k) + verdicts + 1
         lines += sum(len(r["request_diff"]) for r in shown[1:])  # changes that are new
     return lines
 
@@ -177,6 +183,9 @@ def test_a_one_line_prompt_change_reads_as_one_story_per_test(
     lines = text.splitlines()
     assert lines[1].startswith("1 test now failing, 4 tests changed, 10 requests"), text
     assert "test_greeting" not in text
+    head = lines.index("tests/test_support.py::test_chat_refund (failed)")
+    failure = "  fails: AssertionError: assert 'Monday' in 'Your refund is on its way.'"
+    assert lines[head + 1] == failure  # the outcome first, with its message
     assert len(lines) <= bound(found), text
     # The prompt line's change is shown once per test, at its first step.
     assert text.count("-                   | Answer in one sentence.") == 3  # messages[0]
@@ -203,3 +212,45 @@ def test_a_one_line_prompt_change_reads_as_one_story_per_test(
     # 9 new cassettes (two tests share their first request), the 9 they replaced deleted,
     # 4 trajectories, and the untouched test's cassette, re-recorded with fresh ids.
     assert changed_files(repo) == 9 + 9 + 4 + 1
+
+
+XFAIL_SUITE = """
+import os
+
+import openai
+import pytest
+
+URL = os.environ["SIM_URL"]
+
+
+def ask(text):
+    client = openai.OpenAI(base_url=URL + "/v1", api_key="sk-test-xfail", max_retries=0)
+    messages = [{"role": "user", "content": text}]
+    return client.chat.completions.create(model="m", messages=messages).choices[0].message.content
+
+
+@pytest.mark.ghostrun(cassette_dir="cassettes")
+@pytest.mark.xfail(reason="the model does not know yet", strict=True)
+def test_known_gap():
+    assert ask("What is the capital of Atlantis?") == "Poseidonia"
+
+
+@pytest.mark.ghostrun(cassette_dir="cassettes")
+def test_fails():
+    assert ask("Where is my parcel?") == "On its way."
+"""
+
+
+def test_the_run_log_keeps_xfailed_apart_from_skipped_and_a_failures_message(
+    pytester: pytest.Pytester, pytester_env: None
+) -> None:
+    pytester.makepyfile(test_app=XFAIL_SUITE)
+    result = pytester.runpytest_subprocess("--ghostrun-record", "-p", "no:randomly")
+    result.assert_outcomes(xfailed=1, failed=1)
+    run = json.loads((pytester.path / "cassettes" / "runs" / "_last.json").read_text())
+    tests = run["tests"]
+    assert tests["test_app.py::test_known_gap"]["outcome"] == "xfailed"
+    assert "failure" not in tests["test_app.py::test_known_gap"]
+    failing = tests["test_app.py::test_fails"]
+    assert failing["outcome"] == "failed"
+    assert failing["failure"].startswith("AssertionError: assert 'Echo: Where is my parcel?'")

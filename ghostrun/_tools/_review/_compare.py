@@ -52,6 +52,7 @@ class TestReview:
     outcome: tuple[str | None, str | None]
     changes: list[Change] = field(default_factory=list)
     answer: list[str] = field(default_factory=list)  # its final answer's diff
+    failure: str | None = None  # why it fails now, as its run log says
     verdicts: list[VerdictChange] = field(default_factory=list)
     stale: list[str] = field(default_factory=list)  # cassettes it replaced, still on disk
     tokens: tuple[Usage | None, Usage | None] = (None, None)  # the whole test, before and after
@@ -149,6 +150,8 @@ def _review_test(
     old_test = before.tests().get(name, {})
     outcome = (old_test.get("outcome"), test.get("outcome"))
     found = TestReview(name, outcome)
+    failure = test.get("failure")
+    found.failure = failure if isinstance(failure, str) and outcome[1] in _FAILING else None
     ignore = split_field_paths([*suite.ignore, *(test.get("ignore_fields") or ())])
     old_trail = before.trail(name, old_test)
     for position, key in enumerate(after.trail(name, test), 1):

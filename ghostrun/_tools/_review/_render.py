@@ -103,6 +103,11 @@ def _short(text: str, limit: int = 80) -> str:
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
+def _failure_lines(failure: str) -> list[str]:
+    first, *rest = failure.splitlines() or [""]
+    return [f"fails: {first}", *(f"  {line}" for line in rest)]
+
+
 def _same(change: Change) -> str:
     return "" if change.same_as is None else f" (same change as request {change.same_as})"
 
@@ -111,6 +116,8 @@ def _text(found: Review) -> str:
     lines = [f"ghostrun review: {found.before} -> {found.after}", summary(found)]
     for test in found.tests:
         lines += ["", _test_head(test)]
+        if test.failure:
+            lines += ["  " + line for line in _failure_lines(test.failure)]
         if test.answer:
             lines.append("  answer:")
             lines += ["    " + line for line in test.answer]
@@ -146,6 +153,8 @@ def _markdown(found: Review) -> str:
     ]
     for test in found.tests:
         body: list[str] = []
+        if test.failure:
+            body += ["", *safe.code_block(_failure_lines(test.failure), "text")]
         if test.answer:
             body += ["", "**answer**", "", *safe.code_block(test.answer, "diff")]
         for change in test.changes:
@@ -194,6 +203,7 @@ def _as_json(found: Review) -> dict[str, Any]:
             {
                 "name": t.name,
                 "outcome": {"before": t.outcome[0], "after": t.outcome[1]},
+                "failure": t.failure,
                 "answer": t.answer,
                 "requests": [vars(c) for c in t.changes],
                 "verdicts": [{**vars(v), "regressed": v.regressed} for v in t.verdicts],
