@@ -335,6 +335,9 @@ class _Ghostrun:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         for error in self.errors:
             terminalreporter.write_line(f"ghostrun: could not write the run log: {error}")
+        skipped = None if self.worker else _runlog.PROCESS.log.skip_line()
+        if skipped:  # the run's semantic coverage, said where the run ends
+            terminalreporter.write_line(skipped)
         if not self.written or self.worker:
             return
         dirs = sorted({str(path.parent.parent) for path in self.written})

@@ -180,6 +180,9 @@ class RunLog:
         self._dirs: dict[str, _DirLog] = {}
         self._outcomes: dict[str, str] = {}
         self._failures: dict[str, str] = {}  # a failed test's message (`outcome`)
+        # Semantic checks skipped for want of a judge, and how to enable one (`skip_line`).
+        self.judge_skips: int = 0
+        self.enable_judge: str = ""
         self.limited_by: list[str] = []  # how the run was narrowed (-k, --lf, paths), if it was
         self._seen: weakref.WeakKeyDictionary[Deck, tuple[int, int, int, int]] = (
             weakref.WeakKeyDictionary()
@@ -266,6 +269,19 @@ class RunLog:
             else:
                 self._failures.pop(name, None)
 
+    def judge_skipped(self, enable: str) -> None:
+        with self._lock:
+            self.judge_skips += 1
+            self.enable_judge = self.enable_judge or enable
+
+    def skip_line(self) -> str | None:
+        """The run's closing line when semantic checks were skipped: nothing else shows that
+        a suite has no semantic coverage but a count of skips among the others."""
+        if not self.judge_skips:
+            return None
+        checks = "semantic check" + ("s" if self.judge_skips != 1 else "")
+        return f"ghostrun: {self.judge_skips} {checks} skipped: no judge. {self.enable_judge}"
+
     def _dir(self, directory: Path) -> _DirLog:
         key = _absolute.get(directory)  # every session closing asks: the same few directories
         if key is None:
@@ -298,7 +314,12 @@ class RunLog:
                 }
                 for path, log in self._dirs.items()
             }
-            state = {"dirs": dirs, "outcomes": self._outcomes, "failures": self._failures}
+            state = {
+                "dirs": dirs,
+                "outcomes": self._outcomes,
+                "failures": self._failures,
+                "judge_skips": [self.judge_skips, self.enable_judge],
+            }
             return orjson.dumps(state).decode()
 
     def merge(self, exported: str) -> None:
@@ -307,6 +328,9 @@ class RunLog:
         with self._lock:
             self._outcomes.update(state["outcomes"])
             self._failures.update(state.get("failures") or {})
+            skips, enable = state.get("judge_skips") or (0, "")
+            self.judge_skips += skips
+            self.enable_judge = self.enable_judge or enable
             for path, part in state["dirs"].items():
                 log = self._dir(Path(path))
                 for name, theirs in part["tests"].items():
@@ -559,6 +583,9 @@ class ProcessRun:
             errors = [exc]
         for error in errors:
             print(f"ghostrun: could not write the run log: {error}", file=sys.stderr)
+        skipped = self.log.skip_line()  # a unittest run's or a script's closing line
+        if skipped:
+            print(skipped, file=sys.stderr)
 
 
 PROCESS = ProcessRun()
@@ -593,6 +620,12 @@ def record_assertion(
         reason=_scrub(reason, found),
         judge=judge,
     )
+    PROCESS.arm_atexit()
+
+
+def judge_skipped(enable: str) -> None:
+    """A semantic check was skipped for want of a judge; ``enable``: how to have one."""
+    PROCESS.log.judge_skipped(enable)
     PROCESS.arm_atexit()
 
 
