@@ -86,7 +86,9 @@ def describe_miss(info: RequestInfo, deck: Deck, ignore: Sequence[tuple[str, ...
         lines.extend(_advice(None if recorded is None else _shapes(recorded, body, deck)))
         return terminal("\n".join(lines))
     consumed = deck.used_keys - {info.key}  # the steps this session already replayed
-    closest = _closest(directory, info, body, ignore, consumed)
+    parts = urlsplit(info.url)
+    any_port = deck.matcher.keys_without_port(parts.hostname or "", parts.port)
+    closest = _closest(directory, info, body, ignore, consumed, any_port)
     lines.extend(_advice(None if closest is None else _shapes(closest[1], body, deck)))
     if closest is None:
         lines.append(
@@ -290,9 +292,10 @@ def _without(body: Any, ignore: Sequence[tuple[str, ...]]) -> Any:
     return {**body, "json": value}
 
 
-def _endpoint(url: str) -> str:
+def _endpoint(url: str, any_port: bool = False) -> str:
     parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}{parts.path}"
+    netloc = parts.netloc.rsplit(":", 1)[0] if any_port and parts.port else parts.netloc
+    return f"{parts.scheme}://{netloc}{parts.path}"
 
 
 def _closest(
@@ -301,14 +304,15 @@ def _closest(
     body: Any,
     ignore: Sequence[tuple[str, ...]],
     consumed: Set[str],
+    any_port: bool = False,
 ) -> tuple[Path, Any, str] | None:
     """The recorded request to the same endpoint most like this one: (file, body, URL).
 
     The steps this session already replayed (``consumed``) are left out: in an agent
     loop the step just played is always close, and never the one that changed.
     """
-    endpoint = _endpoint(info.url)
-    needle = endpoint.encode()
+    endpoint = _endpoint(info.url, any_port)  # a local provider's: on whatever port
+    needle = urlsplit(info.url).path.encode() if any_port else endpoint.encode()
     mine = render_body(body)
     best: tuple[float, Path, Any, str] | None = None
     try:
@@ -328,7 +332,7 @@ def _closest(
         if not isinstance(request, dict):
             continue  # not a cassette: the replay of that file names what is wrong
         url = str(request.get("url"))
-        if request.get("method") != info.method or _endpoint(url) != endpoint:
+        if request.get("method") != info.method or _endpoint(url, any_port) != endpoint:
             continue
         theirs = _without(request.get("body") or {}, ignore)
         ratio = difflib.SequenceMatcher(None, render_body(theirs), mine).ratio()

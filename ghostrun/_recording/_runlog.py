@@ -31,7 +31,8 @@ The file::
           "requests": {"replayed": 0, "recorded": 0, "misses": 0},
           "cassettes": [{"key": "<cassette key>", "how": "replayed" | "recorded" | "missed"}],
           "verdicts": [{"key": "<verdict key>", "how": "cached" | "graded" | "missed"}],
-          "ignore_fields": ["<the sessions' ignore_fields>", ...]
+          "ignore_fields": ["<the sessions' ignore_fields>", ...],
+          "normalize": ["<the sessions' normalize: a built-in's name, or a regex>", ...]
         }
       },
       "cassettes_used": ["<cassette key>", ...],
@@ -78,6 +79,7 @@ from .._core._config import resolve_mode, settings
 from .._core._exceptions import CassetteError
 from .._core._files import dump_json, write_atomic
 from .._core._modes import Mode
+from .._core._normalize import BUILTINS
 from .._secrets._scrub import scrub_text
 from .._store import _validate
 from .._store._formats import (
@@ -139,6 +141,7 @@ class _TestLog(TypedDict):
     cassettes: list[UsedRecord]
     verdicts: list[UsedRecord]
     ignore_fields: list[str]
+    normalize: list[str]
     aliases: list[str]
 
 
@@ -238,6 +241,7 @@ class RunLog:
             counts["misses"] += len(deck.misses) - missed
             test["cassettes"] += [{"key": k, "how": h} for k, h in deck.trail[trailed:]]
             _add_new(test["ignore_fields"], deck.arguments.ignore_fields)
+            _add_new(test["normalize"], _shapes(deck))
             log["cassettes_used"].update(deck.used_keys)
             for miss in deck.misses[missed:]:
                 log["misses"].append({"test": name, "message": _scrub(str(miss), deck)})
@@ -370,6 +374,8 @@ class RunLog:
                 "verdicts": test["verdicts"],
                 "ignore_fields": test["ignore_fields"],
             }
+            if test["normalize"]:  # what review leaves out of its diffs, as the key did
+                tests[test_name]["normalize"] = test["normalize"]
             if failure and outcome in ("failed", "error"):
                 tests[test_name]["failure"] = failure
         untracked = log["judged"] and not log["verdicts_used"]
@@ -494,12 +500,21 @@ def _test(log: _DirLog, name: str, alias: str | None) -> _TestLog:
             "cassettes": [],
             "verdicts": [],
             "ignore_fields": [],
+            "normalize": [],
             "aliases": [],
         }
         log["tests"][name] = test
     if alias and alias != name and alias not in test["aliases"]:
         test["aliases"].append(alias)
     return test
+
+
+def _shapes(deck: Deck) -> list[str]:
+    """A session's ``normalize`` as it can be written down: names, and regexes' sources."""
+    shapes = deck.normalizer
+    if shapes is None:
+        return []
+    return [name if name in BUILTINS else p.pattern for name, p in shapes.patterns]
 
 
 def _merge_test(ours: _TestLog, theirs: _TestLog) -> None:
@@ -516,6 +531,7 @@ def _merge_test(ours: _TestLog, theirs: _TestLog) -> None:
     ours["cassettes"] += theirs.get("cassettes", [])
     ours["verdicts"] += theirs.get("verdicts", [])
     _add_new(ours["ignore_fields"], theirs.get("ignore_fields", []))
+    _add_new(ours["normalize"], theirs.get("normalize", []))
     _add_new(ours["aliases"], theirs["aliases"])
 
 

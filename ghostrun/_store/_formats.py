@@ -237,6 +237,7 @@ class RunLogEntry(TypedDict):
     cassettes: NotRequired[list[UsedRecord]]
     verdicts: NotRequired[list[UsedRecord]]
     ignore_fields: NotRequired[list[str]]
+    normalize: NotRequired[list[str]]  # the sessions' normalize: names and regex sources
 
 
 class MissRecord(TypedDict):

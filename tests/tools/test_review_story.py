@@ -28,6 +28,7 @@ import ghostrun
 from ghostrun._core._config import settings
 from ghostrun._recording import _runlog, _trajectory
 from ghostrun._tools._cli import main
+from ghostrun._tools._commands._review import suite_settings
 
 pytest_plugins = ["pytester"]
 
@@ -157,11 +158,9 @@ def bound(found: dict[str, Any]) -> int:
 
 
 def test_a_one_line_prompt_change_reads_as_one_story_per_test(
-    provider: ProviderSimulator,
-    tmp_path: Path,
-    suite_normalize: None,
-    capsys: pytest.CaptureFixture[str],
+    provider: ProviderSimulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """The ticket test's ``normalize=["uuid"]`` reaches the review through its run log."""
     provider.tool_plan = list(PLAN)
     provider.reply = final_answer
     repo = tmp_path / "repo"
@@ -254,3 +253,7 @@ def test_the_run_log_keeps_xfailed_apart_from_skipped_and_a_failures_message(
     failing = tests["test_app.py::test_fails"]
     assert failing["outcome"] == "failed"
     assert failing["failure"].startswith("AssertionError: assert 'Echo: Where is my parcel?'")
+
+
+def test_review_reads_the_suites_normalize_as_its_sessions_do(suite_normalize: None) -> None:
+    assert suite_settings().normalize == ("uuid",)  # configure(), or the pytest ini

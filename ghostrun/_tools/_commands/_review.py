@@ -80,7 +80,7 @@ def suite_settings() -> Suite:
     project = current()
     shapes = settings.normalize or tuple(project.get("normalize") or ())
     try:
-        found = normalizer(list(shapes)) if shapes else None
+        normalizer(list(shapes))
     except ValueError as exc:
         raise UsageError(f"[tool.ghostrun] normalize: {exc}") from None
-    return Suite(found, tuple(project.get("ignore_fields") or ()))
+    return Suite(tuple(shapes), tuple(project.get("ignore_fields") or ()))

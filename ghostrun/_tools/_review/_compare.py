@@ -19,7 +19,7 @@ import difflib
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..._core._normalize import Normalizer
+from ..._core._normalize import Normalizer, normalizer
 from ..._store._keys import split_field_paths
 from ..._store._render import render_body
 from .._tokens import Prices, StepTokens, Usage, step_tokens, usage
@@ -104,7 +104,7 @@ class Review:
 class Suite:
     """What the suite leaves out of its keys, read as its sessions read it: shown left out."""
 
-    shapes: Normalizer | None = None
+    normalize: tuple[Any, ...] = ()  # as `normalize=` takes them: names, regexes
     ignore: tuple[str, ...] = ()
 
 
@@ -153,6 +153,7 @@ def _review_test(
     failure = test.get("failure")
     found.failure = failure if isinstance(failure, str) and outcome[1] in _FAILING else None
     ignore = split_field_paths([*suite.ignore, *(test.get("ignore_fields") or ())])
+    shapes = _shapes(suite, test.get("normalize"))
     old_trail = before.trail(name, old_test)
     for position, key in enumerate(after.trail(name, test), 1):
         new = after.cassettes.get(key)
@@ -169,7 +170,7 @@ def _review_test(
         old_key = _pair(new, hint, name, before, candidates, owners, paired)
         old = before.cassettes.get(old_key) if old_key else None
         how = "new" if old is None else "replaced"
-        request = request_diff(old, new, ignore, suite.shapes) if old is not None else []
+        request = request_diff(old, new, ignore, shapes) if old is not None else []
         answers = answer_diff(old, new) if old is not None else []
         found.changes.append(
             Change(position, endpoint_of(new), old_key, key, how, request, answers)
@@ -181,6 +182,15 @@ def _review_test(
     else:  # no run log before (often not committed): the verdict files tell
         found.verdicts = verdicts_by_criterion(test, before, after)
     return found
+
+
+def _shapes(suite: Suite, logged: object) -> Normalizer | None:
+    """The suite's shapes and those the test's sessions used (its run log says which)."""
+    extra = [s for s in logged if isinstance(s, str)] if isinstance(logged, list) else []
+    try:
+        return normalizer([*suite.normalize, *extra])
+    except ValueError:  # a run log is data: a bad entry shows the values, no more
+        return normalizer(list(suite.normalize))
 
 
 def _told_once(changes: list[Change]) -> list[Change]:
