@@ -74,6 +74,7 @@ __all__ = ["ghostrun_session"]
 
 _SESSION = pytest.StashKey[Session]()
 _EXCEPTION = pytest.StashKey[BaseException]()
+_CLOSING = pytest.StashKey[BaseException]()  # what the session said as it closed (`_close`)
 _WORKER_OUTPUT = "ghostrun_runlog"
 _STALE_OUTPUT = "ghostrun_stale"
 _EXPORTED = ("GHOSTRUN_MODE", "GHOSTRUN_BLOCK_NETWORK")
@@ -313,6 +314,10 @@ class _Ghostrun:
             if miss is not None:
                 # Any object with toterminal() will do; pytest types the attribute narrowly.
                 report.longrepr = _miss_report(item, call.excinfo, miss)  # type: ignore[assignment]
+        closing = item.stash.get(_CLOSING, None)
+        told = call.excinfo is not None and call.excinfo.value is closing
+        if told and closing is not None and report.failed and _short_tracebacks(item.config):
+            report.longrepr = _closing_report(item, closing)  # type: ignore[assignment]
         if call.excinfo is not None and call.when in ("setup", "call"):
             item.stash[_EXCEPTION] = call.excinfo.value
             longrepr = report.longrepr
@@ -342,7 +347,7 @@ class _Ghostrun:
         if report.when == "teardown" and self.outcomes.get(report.nodeid) not in (None, "passed"):
             return  # a failed test that also failed to clean up stays "failed"
         self.outcomes[report.nodeid] = outcome
-        _runlog.test_outcome(report.nodeid, outcome)
+        _runlog.test_outcome(report.nodeid, outcome, _failure(report))
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
@@ -363,6 +368,9 @@ class _Ghostrun:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         for error in self.errors:
             terminalreporter.write_line(f"ghostrun: could not write the run log: {error}")
+        skipped = None if self.worker else _runlog.PROCESS.log.skip_line()
+        if skipped:  # the run's semantic coverage, said where the run ends
+            terminalreporter.write_line(skipped)
         if not self.written or self.worker:
             return
         dirs = sorted({str(path.parent.parent) for path in self.written})
@@ -512,9 +520,28 @@ def _shown(path: Path) -> Path:
 
 
 def _close(session: Session, item: pytest.Item) -> None:
-    """Leave ``session`` with the test's exception, so a miss it raised is not raised twice."""
+    """Leave ``session`` with the test's exception, so a miss it raised is not raised twice.
+
+    What ghostrun raises here (unplayed steps, a swallowed miss) is kept for the report
+    (`_closing_report`): its message is the test's failure, not ghostrun's frames.
+    """
+    __tracebackhide__ = True
     exc = item.stash.get(_EXCEPTION, None)
-    session.__exit__(type(exc) if exc is not None else None, exc, None)
+    try:
+        session.__exit__(type(exc) if exc is not None else None, exc, None)
+    except BaseException as error:
+        if type(error).__module__.split(".")[0] == "ghostrun":
+            item.stash[_CLOSING] = error
+        raise
+
+
+def _closing_report(item: pytest.Item, error: BaseException) -> _MissReport:
+    """What the session said as it closed, first, at the test's own line: no frames."""
+    path, lineno = item.reportinfo()[:2]
+    shown, line = _shown(Path(path)), (lineno or 0) + 1
+    headline = f"ghostrun.{type(error).__name__}: {error}"
+    text = f"{headline}\n(raised when the ghostrun session of {item.nodeid} closed)"
+    return _MissReport(text, _Crash(str(shown), line, headline.splitlines()[0]))
 
 
 def _session_kwargs(item: pytest.Item, markers: list[pytest.Mark]) -> dict[str, Any]:
@@ -530,6 +557,8 @@ def _session_kwargs(item: pytest.Item, markers: list[pytest.Mark]) -> dict[str, 
 
 
 def _outcome(report: pytest.TestReport) -> str | None:
+    if report.skipped and hasattr(report, "wasxfail"):
+        return "xfailed"  # not a skip: the test ran (or was meant to) and failed as expected
     if report.when == "call":
         return str(report.outcome)
     if report.failed:
@@ -537,6 +566,15 @@ def _outcome(report: pytest.TestReport) -> str | None:
     if report.skipped and report.when == "setup":
         return "skipped"
     return None
+
+
+def _failure(report: pytest.TestReport) -> str | None:
+    """A failed test's message as pytest's summary line reads it (``ghostrun review``)."""
+    if not report.failed:
+        return None
+    crash = getattr(report.longrepr, "reprcrash", None)
+    message = getattr(crash, "message", None)
+    return str(message) if message else None
 
 
 def _limits(session: pytest.Session) -> list[str]:

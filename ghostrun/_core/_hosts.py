@@ -7,6 +7,13 @@ brackets (``[::1]:8080``). ``localhost``, ``127.0.0.1`` and ``::1`` are one host
 in patterns and in requests alike: ``localhost:11434`` matches the ollama
 client's ``127.0.0.1:11434``. A host is compared as `host_name` spells it: its
 trailing dot off, an address by what it reaches (DESIGN §1).
+
+A local provider (a loopback server, a docker-compose port mapping) often listens
+on a port chosen afresh each run. A loopback request is keyed without its port
+unless an entry written with that port matches it (`HostMatcher.keys_without_port`),
+so what was recorded on one port replays on another, and ``ghostrun import`` (which
+reads no session's hosts) keys it the same way; an entry with a port keeps the
+port in the key, and so does every other host.
 """
 
 from __future__ import annotations
@@ -61,6 +68,7 @@ class HostMatcher:
     def __init__(self, patterns: Iterable[str]) -> None:
         self.patterns = tuple(dict.fromkeys(_pattern(p) for p in patterns if p.strip()))
         self._cache: dict[tuple[str, int | None], bool] = {}
+        self._portless: dict[tuple[str, int | None], bool] = {}
 
     def __call__(self, host: str, port: int | None = None) -> bool:
         found = self._cache.get((host, port))
@@ -70,6 +78,21 @@ class HostMatcher:
 
     def _match(self, host: str, port: int | None) -> bool:
         return any(_matches(pattern, host, port) for pattern in self.patterns)
+
+    def keys_without_port(self, host: str, port: int | None) -> bool:
+        """Whether a request to ``host:port`` is keyed without its port (the module's
+        docstring): loopback, and matched by no entry written with this port."""
+        if port is None:
+            return False
+        found = self._portless.get((host, port))
+        if found is None:
+            name = host_name(host)
+            found = name == _LOOPBACK and self._any_port(name, port)
+            self._portless[(host, port)] = found
+        return found
+
+    def _any_port(self, name: str, port: int) -> bool:
+        return not any(want and _matches((n, want), name, port) for n, want in self.patterns)
 
 
 _shared: dict[tuple[str, ...], HostMatcher] = {}

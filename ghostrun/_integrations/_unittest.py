@@ -15,7 +15,8 @@ pytest node id, ``tests/test_x.py::ReplyTests::test_apology``, under pytest and
 ``python -m unittest`` alike: `_identity`) and ``addCleanup`` closes it, so
 ``setUp``, ``tearDown`` and the test share it. A ``CacheMiss`` the test
 swallowed is raised when the session closes, which unittest reports as an error
-of that test; a miss that already failed a test part is not reported twice. In
+of that test; a test that already failed (a miss or any other error) is reported
+once, as its own failure: not told about unplayed steps as well. In
 an async test the session is visible to the test's task: ``setUp``,
 ``asyncSetUp``, the test and the cleanups run in one context.
 
@@ -118,9 +119,20 @@ class TestCaseMixin(_Base):
         super().setUp()
 
     def _ghostrun_close(self, session: Session) -> None:
-        """Leave the session as the test left it: a miss already reported is not raised again."""
+        """Leave the session as the test left it: a test that already failed is not told
+        about unplayed steps as well, and a miss already reported is not raised again.
+
+        What the session raises here is ghostrun's message, not a failure of its code:
+        its traceback is cut, so unittest shows the message alone (the frames above are
+        unittest's and this module's, which ``__unittest`` leaves out).
+        """
         escaped = self._ghostrun_escaped
-        session.__exit__(type(escaped) if escaped is not None else None, escaped, None)
+        try:
+            session.__exit__(type(escaped) if escaped is not None else None, escaped, None)
+        except BaseException as exc:
+            if _told_by_ghostrun(exc):
+                raise exc.with_traceback(None)  # noqa: B904  # the same error, its frames cut
+            raise
 
     def run(self, result: unittest.TestResult | None = None) -> unittest.TestResult | None:
         """Run the test, noting misses that escape its parts, then report its outcome."""
@@ -135,7 +147,7 @@ class TestCaseMixin(_Base):
         if before is not None and after is not None:
             session = self._ghostrun_current
             name = session.name if session is not None and session.name else self.ghostrun_test_id()
-            _runlog.test_outcome(name, _outcome(before, after))
+            _runlog.test_outcome(name, _outcome(before, after), _failure(result, before))
         return result
 
     def _ghostrun_watch(self) -> Callable[[], None]:
@@ -182,7 +194,7 @@ class TestCaseMixin(_Base):
         try:
             yield
         except BaseException as exc:
-            if carries_miss(exc):
+            if self._ghostrun_escaped is None or carries_miss(exc):  # the first, or the miss
                 self._ghostrun_escaped = exc
             if isinstance(exc, ExpectationFailed):
                 _end_traceback_in_the_test(exc)
@@ -290,6 +302,11 @@ class TestCaseMixin(_Base):
 _MISSING = object()
 
 
+def _told_by_ghostrun(exc: BaseException) -> bool:
+    """An error ghostrun raises to tell the user something (its message is the story)."""
+    return type(exc).__module__.split(".")[0] == "ghostrun"
+
+
 def _end_traceback_in_the_test(exc: BaseException) -> None:
     """Cut a failed expectation's traceback after the test's own last frame.
 
@@ -327,6 +344,24 @@ def _counts(result: object) -> tuple[int, ...] | None:
         return None
 
 
+def _failure(result: object, before: tuple[int, ...]) -> str | None:
+    """The message of the error or failure this test added to ``result``: its exception's
+    lines, after the traceback's frames (``ghostrun review`` shows it with the outcome)."""
+    added = [
+        entry
+        for name, count in zip(("errors", "failures"), before, strict=False)
+        for entry in getattr(result, name, [])[count:]
+    ]
+    if not added:
+        return None
+    lines = str(added[0][1]).rstrip().splitlines()
+    frames = [i for i, line in enumerate(lines) if line.startswith('  File "')]
+    start = frames[-1] + 1 if frames else 0
+    while start < len(lines) and lines[start].startswith("    "):  # the frame's source
+        start += 1
+    return "\n".join(lines[start:]) or None
+
+
 def _outcome(before: tuple[int, ...], after: tuple[int, ...]) -> str:
     """What the run log calls the outcome, from what the run added to the result."""
     errors, failures, unexpected, skipped, expected = (
@@ -336,6 +371,8 @@ def _outcome(before: tuple[int, ...], after: tuple[int, ...]) -> str:
         return "error"
     if failures or unexpected:
         return "failed"
-    if skipped or expected:
-        return "skipped"  # an expected failure too, as pytest reports an xfail
+    if expected:
+        return "xfailed"
+    if skipped:
+        return "skipped"
     return "passed"

@@ -331,6 +331,7 @@ def _skip_source() -> str:
 
 def _replay_skip(judge: Judge, criterion: str, path: Path) -> unittest.SkipTest:
     """Replay never calls the judge: with the skip setting, an uncached verdict skips."""
+    _runlog.judge_skipped(f"{_how_to_grade(judge)} Then run once with GHOSTRUN_MODE=auto.")
     return ghostrun_skip(
         f"semantic assertion skipped: no cached verdict for {_scrub(criterion)!r} from "
         f"{judge.identity}, and replay mode never calls the judge "
@@ -359,12 +360,33 @@ def _skipped_if_unavailable(judge: Judge) -> Iterator[None]:
         yield
     except JudgeUnavailable as exc:
         if not _skip_when_unavailable():
-            raise
+            raise _naming_the_skip(exc) from _short(exc.__cause__)
         raise _skip_for(exc, judge) from exc
+
+
+_SKIP_SETTING = (
+    'To skip semantic checks while no judge runs, set on_judge_unavailable = "skip" '
+    f"([tool.ghostrun], configure(), or {_ON_UNAVAILABLE_ENV}=skip)."
+)
+
+
+def _naming_the_skip(exc: JudgeUnavailable) -> JudgeUnavailable:
+    """``exc`` with the setting that turns it into a skip, for a user with no judge yet."""
+    return JudgeUnavailable(f"{exc} {_SKIP_SETTING}")
+
+
+def _short(cause: BaseException | None) -> BaseException | None:
+    """The client's error, kept as the cause but without its frames: the judge's HTTP
+    client's traceback says nothing the message does not."""
+    if cause is None:
+        return None
+    cause.__cause__, cause.__suppress_context__ = None, True
+    return cause.with_traceback(None)
 
 
 def _skip_for(exc: JudgeUnavailable, judge: Judge) -> unittest.SkipTest:
     """The SkipTest that replaces ``exc``."""
+    _runlog.judge_skipped(_how_to_grade(judge))
     setup: tuple[str, ...] = tuple(getattr(judge, "setup_commands", ()))
     told = bool(setup) and f"`{setup[0]}`" in str(exc)  # the error already gives the fix
     return ghostrun_skip(

@@ -278,7 +278,9 @@ class Deck:
     ) -> RequestInfo:
         """A request's parts (scheme, host, port, path, query) and its key (`_request`)."""
         settings = self.settings
-        return describe(method, url_parts, headers, body, settings.ignore, settings.normalizer)
+        portless = settings.matcher.keys_without_port(url_parts[1], url_parts[2])
+        ignore, shapes = settings.ignore, settings.normalizer
+        return describe(method, url_parts, headers, body, ignore, shapes, portless)
 
     def plan(self, info: RequestInfo, mode: Mode | None = None) -> Recording | None:
         """The recording to replay, or None to send the request for real.

@@ -70,20 +70,23 @@ def describe(
     body: bytes,
     ignore: Sequence[tuple[str, ...]],
     shapes: Normalizer | None,
+    portless: bool = False,
 ) -> RequestInfo:
     """Build the key of a request from its parts (scheme, host, port, path, query).
 
     ``headers`` may be a lazy sequence: replaying a JSON request never
     reads them (the key reads any body that looks like JSON as JSON, so only
     another body's content type is looked up). ``ignore`` and ``shapes`` are the
-    session's ``ignore_fields`` and ``normalize``: left out of the key.
+    session's ``ignore_fields`` and ``normalize``: left out of the key. ``portless``: the
+    port is left out of the key too (a local provider's, `HostMatcher.keys_without_port`).
     """
     method = method.upper()
     url = canonical_url(*url_parts)
     query = parse_qsl(url_parts[4], keep_blank_values=True) if url_parts[4] else []
     info = RequestInfo(method, url, headers, query, body)
     key_type = "" if body[:1] in (b"{", b"[") else info.content_type
-    key_url = url if shapes is None else shapes.url(url)
+    key_url = url if not portless else canonical_url(*url_parts[:2], None, *url_parts[3:])
+    key_url = key_url if shapes is None else shapes.url(key_url)
     info.key = match_key(method, key_url, canonical_body(body, key_type, ignore, shapes))
     return info
 

@@ -20,7 +20,8 @@ The file::
       "finished": "2026-01-01T12:00:00Z",
       "tests": {
         "<test name (pytest node id, unittest id, or the script's name)>": {
-          "outcome": "passed" | "failed" | "error" | "skipped" | null,
+          "outcome": "passed" | "failed" | "error" | "skipped" | "xfailed" | null,
+          "failure": "<a failed test's message, its first lines>",  (only when it failed)
           "outputs": ["<each distinct text asserted on, in order>"],
           "assertions": [
             {"kind": "contains_intent", "criterion": "<what was checked>",
@@ -31,7 +32,8 @@ The file::
           "cassettes": [{"key": "<cassette key>",
                          "how": "replayed" | "recorded" | "rebased" | "missed"}],
           "verdicts": [{"key": "<verdict key>", "how": "cached" | "graded" | "missed"}],
-          "ignore_fields": ["<the sessions' ignore_fields>", ...]
+          "ignore_fields": ["<the sessions' ignore_fields>", ...],
+          "normalize": ["<the sessions' normalize: a built-in's name, or a regex>", ...]
         }
       },
       "cassettes_used": ["<cassette key>", ...],
@@ -78,6 +80,7 @@ from .._core._config import resolve_mode, settings
 from .._core._exceptions import CassetteError
 from .._core._files import dump_json, write_atomic
 from .._core._modes import Mode
+from .._core._normalize import BUILTINS
 from .._secrets._scrub import scrub_text
 from .._store import _validate
 from .._store._formats import (
@@ -115,7 +118,8 @@ __all__ = [
 RUN_FORMAT_VERSION = _validate.FORMAT_VERSIONS["run log"]
 LAST = "_last"
 RUN_ID_ENV = "GHOSTRUN_RUN_ID"
-OUTCOMES = ("passed", "failed", "error", "skipped")
+OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed")
+_FAILURE_LINES = 5  # of a failed test's message: what a review shows beside the outcome
 SNAPSHOT_ENV = "GHOSTRUN_SNAPSHOT"
 _SNAPSHOT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
@@ -138,6 +142,7 @@ class _TestLog(TypedDict):
     cassettes: list[UsedRecord]
     verdicts: list[UsedRecord]
     ignore_fields: list[str]
+    normalize: list[str]
     aliases: list[str]
 
 
@@ -178,6 +183,10 @@ class RunLog:
         self._lock = threading.Lock()
         self._dirs: dict[str, _DirLog] = {}
         self._outcomes: dict[str, str] = {}
+        self._failures: dict[str, str] = {}  # a failed test's message (`outcome`)
+        # Semantic checks skipped for want of a judge, and how to enable one (`skip_line`).
+        self.judge_skips: int = 0
+        self.enable_judge: str = ""
         self.limited_by: list[str] = []  # how the run was narrowed (-k, --lf, paths), if it was
         self._seen: weakref.WeakKeyDictionary[Deck, tuple[int, int, int, int]] = (
             weakref.WeakKeyDictionary()
@@ -233,6 +242,7 @@ class RunLog:
             counts["misses"] += len(deck.misses) - missed
             test["cassettes"] += [{"key": k, "how": h} for k, h in deck.trail[trailed:]]
             _add_new(test["ignore_fields"], deck.arguments.ignore_fields)
+            _add_new(test["normalize"], _shapes(deck))
             log["cassettes_used"].update(deck.used_keys)
             for miss in deck.misses[missed:]:
                 log["misses"].append({"test": name, "message": _scrub(str(miss), deck)})
@@ -253,11 +263,29 @@ class RunLog:
             log = self._dir(directory)
             log["replay"] = _only_replay(log["replay"], mode is Mode.REPLAY)
 
-    def outcome(self, name: str, outcome: str) -> None:
+    def outcome(self, name: str, outcome: str, failure: str | None = None) -> None:
         if outcome not in OUTCOMES:
             raise ValueError(f"invalid test outcome {outcome!r}: expected one of {OUTCOMES}")
         with self._lock:
             self._outcomes[name] = outcome
+            if failure:
+                lines = scrub_text(failure).strip().splitlines()[:_FAILURE_LINES]
+                self._failures[name] = "\n".join(lines)
+            else:
+                self._failures.pop(name, None)
+
+    def judge_skipped(self, enable: str) -> None:
+        with self._lock:
+            self.judge_skips += 1
+            self.enable_judge = self.enable_judge or enable
+
+    def skip_line(self) -> str | None:
+        """The run's closing line when semantic checks were skipped: nothing else shows that
+        a suite has no semantic coverage but a count of skips among the others."""
+        if not self.judge_skips:
+            return None
+        checks = "semantic check" + ("s" if self.judge_skips != 1 else "")
+        return f"ghostrun: {self.judge_skips} {checks} skipped: no judge. {self.enable_judge}"
 
     def _dir(self, directory: Path) -> _DirLog:
         key = _absolute.get(directory)  # every session closing asks: the same few directories
@@ -291,13 +319,23 @@ class RunLog:
                 }
                 for path, log in self._dirs.items()
             }
-            return orjson.dumps({"dirs": dirs, "outcomes": self._outcomes}).decode()
+            state = {
+                "dirs": dirs,
+                "outcomes": self._outcomes,
+                "failures": self._failures,
+                "judge_skips": [self.judge_skips, self.enable_judge],
+            }
+            return orjson.dumps(state).decode()
 
     def merge(self, exported: str) -> None:
         """Add another process's `export` to this run."""
         state = orjson.loads(exported)
         with self._lock:
             self._outcomes.update(state["outcomes"])
+            self._failures.update(state.get("failures") or {})
+            skips, enable = state.get("judge_skips") or (0, "")
+            self.judge_skips += skips
+            self.enable_judge = self.enable_judge or enable
             for path, part in state["dirs"].items():
                 log = self._dir(Path(path))
                 for name, theirs in part["tests"].items():
@@ -324,8 +362,10 @@ class RunLog:
         tests: dict[str, RunLogEntry] = {}
         for test_name, test in log["tests"].items():
             outcome = self._outcomes.get(test_name)
+            failure = self._failures.get(test_name)
             for alias in test["aliases"]:
                 outcome = outcome or self._outcomes.get(alias)
+                failure = failure or self._failures.get(alias)
             tests[test_name] = {
                 "outcome": outcome,
                 "outputs": test["outputs"],
@@ -335,6 +375,10 @@ class RunLog:
                 "verdicts": test["verdicts"],
                 "ignore_fields": test["ignore_fields"],
             }
+            if test["normalize"]:  # what review leaves out of its diffs, as the key did
+                tests[test_name]["normalize"] = test["normalize"]
+            if failure and outcome in ("failed", "error"):
+                tests[test_name]["failure"] = failure
         untracked = log["judged"] and not log["verdicts_used"]
         return {
             "version": RUN_FORMAT_VERSION,
@@ -457,12 +501,21 @@ def _test(log: _DirLog, name: str, alias: str | None) -> _TestLog:
             "cassettes": [],
             "verdicts": [],
             "ignore_fields": [],
+            "normalize": [],
             "aliases": [],
         }
         log["tests"][name] = test
     if alias and alias != name and alias not in test["aliases"]:
         test["aliases"].append(alias)
     return test
+
+
+def _shapes(deck: Deck) -> list[str]:
+    """A session's ``normalize`` as it can be written down: names, and regexes' sources."""
+    shapes = deck.normalizer
+    if shapes is None:
+        return []
+    return [name if name in BUILTINS else p.pattern for name, p in shapes.patterns]
 
 
 def _merge_test(ours: _TestLog, theirs: _TestLog) -> None:
@@ -479,6 +532,7 @@ def _merge_test(ours: _TestLog, theirs: _TestLog) -> None:
     ours["cassettes"] += theirs.get("cassettes", [])
     ours["verdicts"] += theirs.get("verdicts", [])
     _add_new(ours["ignore_fields"], theirs.get("ignore_fields", []))
+    _add_new(ours["normalize"], theirs.get("normalize", []))
     _add_new(ours["aliases"], theirs["aliases"])
 
 
@@ -546,6 +600,9 @@ class ProcessRun:
             errors = [exc]
         for error in errors:
             print(f"ghostrun: could not write the run log: {error}", file=sys.stderr)
+        skipped = self.log.skip_line()  # a unittest run's or a script's closing line
+        if skipped:
+            print(skipped, file=sys.stderr)
 
 
 PROCESS = ProcessRun()
@@ -583,9 +640,16 @@ def record_assertion(
     PROCESS.arm_atexit()
 
 
-def test_outcome(name: str, outcome: str) -> None:
-    """A framework reports how a test ended: passed, failed, error or skipped."""
-    PROCESS.log.outcome(name, outcome)
+def judge_skipped(enable: str) -> None:
+    """A semantic check was skipped for want of a judge; ``enable``: how to have one."""
+    PROCESS.log.judge_skipped(enable)
+    PROCESS.arm_atexit()
+
+
+def test_outcome(name: str, outcome: str, failure: str | None = None) -> None:
+    """A framework reports how a test ended: passed, failed, error, skipped or xfailed
+    (and, when it failed, its message: ``ghostrun review`` shows it with the outcome)."""
+    PROCESS.log.outcome(name, outcome, failure)
 
 
 test_outcome.__test__ = False  # type: ignore[attr-defined]  # not a test, despite its name

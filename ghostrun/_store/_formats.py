@@ -307,13 +307,15 @@ class UsedRecord(TypedDict):
 class RunLogEntry(TypedDict):
     """One test of a run."""
 
-    outcome: NotRequired[str | None]  # passed, failed, error, skipped; None: not reported
+    outcome: NotRequired[str | None]  # passed, failed, error, skipped, xfailed; None: not reported
+    failure: NotRequired[str]  # a failed test's message, its first lines
     outputs: list[str]
     assertions: list[AssertionRecord]
     requests: NotRequired[dict[str, int]]  # replayed, recorded, misses
     cassettes: NotRequired[list[UsedRecord]]
     verdicts: NotRequired[list[UsedRecord]]
     ignore_fields: NotRequired[list[str]]
+    normalize: NotRequired[list[str]]  # the sessions' normalize: names and regex sources
 
 
 class MissRecord(TypedDict):

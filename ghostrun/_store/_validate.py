@@ -98,7 +98,7 @@ Document = (
     | CalibrationSummaryFile
 )
 """What `load` returns, by kind (`_formats`): a "cassette" is HTTP or WebSocket (its ``kind``)."""
-_OUTCOMES = ("passed", "failed", "error", "skipped")
+_OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed")
 _VERDICTS = ("PASS", "FAIL")
 _FIX: dict[Kind, str] = {
     "cassette": "Delete it and re-record with GHOSTRUN_MODE=record.",
@@ -672,6 +672,7 @@ def _run_log(document: Any, stem: str) -> None:
 def _test(value: Any, where: str) -> None:
     test = _object(value, where)
     _optional(test, "outcome", where, lambda v, w: None if v is None else _one_of(v, w, _OUTCOMES))
+    _optional(test, "failure", where, _str)
     outputs = _required(test, "outputs", where)
     _str_list(outputs, _child(where, "outputs"))
     for index, item in enumerate(

@@ -33,7 +33,7 @@ __all__ = ["STATUSES", "AssertionChange", "Drift", "RunDiff", "compare", "render
 
 STATUSES = ("regression", "fix", "stable", "added", "removed", "not-run")
 FORMATS = ("text", "markdown", "json")
-_ABORTED = ("failed", "error", "skipped")
+_ABORTED = ("failed", "error", "skipped", "xfailed")
 _SHOWN_DIFF_LINES = 40
 _SHOWN_CRITERION = 110
 

@@ -44,7 +44,7 @@ table{border-collapse:collapse;width:100%;margin-top:.5rem}
 td,th{border-top:1px solid #eee;padding:.3rem .4rem;text-align:left;vertical-align:top}
 .regression-list li{color:#c0392b}
 """
-_ORDER = {"failed": 1, "error": 1, "skipped": 3, "passed": 4}
+_ORDER = {"failed": 1, "error": 1, "skipped": 3, "xfailed": 3, "passed": 4}
 
 
 def render_report(

@@ -54,3 +54,54 @@ def test_localhost_records_ollamas_127_0_0_1_traffic(
     with ghostrun.session(mode="replay", cassette_dir=cassette_dir, hosts=hosts) as session:
         assert ollama_chat(base_url) == live
     assert session.replayed == 1
+
+
+# -- a local provider's port ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("patterns", "host", "port", "portless"),
+    [
+        (["localhost"], "127.0.0.1", 40123, True),  # a local provider, any port
+        (["127.0.0.1"], "localhost", 40123, True),
+        (["http://localhost/v1"], "::1", 40123, True),
+        (["localhost:11434"], "127.0.0.1", 11434, False),  # the port was written: it counts
+        (["localhost", "localhost:11434"], "127.0.0.1", 11434, False),
+        (["localhost", "localhost:11434"], "127.0.0.1", 40123, True),
+        (["llm.internal"], "llm.internal", 8080, False),  # not loopback: its port is its own
+        (["api.openai.com"], "api.openai.com", 8443, False),
+        (["localhost"], "127.0.0.1", None, False),  # nothing to leave out
+        (["api.openai.com"], "127.0.0.1", 40123, True),  # unlisted (an import): keyed alike
+    ],
+)
+def test_which_requests_are_keyed_without_their_port(
+    patterns: list[str], host: str, port: int | None, portless: bool
+) -> None:
+    assert HostMatcher(patterns).keys_without_port(host, port) is portless
+
+
+def test_a_local_provider_recorded_on_one_port_replays_on_another(cassette_dir: Any) -> None:
+    with ProviderSimulator() as first:
+        with ghostrun.session(cassette_dir=cassette_dir, hosts=["localhost"]) as recording:
+            live = ollama_chat(first.base_url)
+    assert recording.recorded == 1
+    with ProviderSimulator() as second:  # the next run: the same server, another port
+        assert second.port != first.port
+        with ghostrun.session(mode="replay", cassette_dir=cassette_dir, hosts=["localhost"]) as s:
+            assert ollama_chat(second.base_url) == live
+        assert (s.replayed, second.served) == (1, 0)
+
+        with (
+            pytest.raises(ghostrun.CacheMiss) as miss,
+            ghostrun.session(mode="replay", cassette_dir=cassette_dir, hosts=["localhost"]),
+        ):
+            ollama_chat(second.base_url, "another question")
+        assert "Closest recorded request to the same endpoint" in str(miss.value)
+
+        pinned = [f"localhost:{first.port}", f"localhost:{second.port}"]  # ports written
+        with (
+            pytest.raises(ghostrun.CacheMiss),
+            ghostrun.session(mode="replay", cassette_dir=cassette_dir, hosts=pinned),
+        ):
+            ollama_chat(second.base_url)
+        assert second.served == 0

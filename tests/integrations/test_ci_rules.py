@@ -76,7 +76,9 @@ def test_a_miss_on_ci_says_ci_chose_replay_and_that_the_cassette_was_never_commi
 ) -> None:
     pytester.makepyfile(test_app=WITH_MARKER)
     subprocess.run(["git", "init", "-q"], cwd=pytester.path, check=True)
-    (pytester.path / "cassettes").mkdir()
+    pytester.runpytest_subprocess("--ghostrun-record", *UNUSED).assert_outcomes(passed=1)
+    (cassette,) = (pytester.path / "cassettes").glob("*.json")
+    cassette.unlink()  # as on a CI checkout: recorded, its trajectory says so, never committed
     monkeypatch.setenv("CI", "true")
     result = pytester.runpytest_subprocess(*UNUSED)
     result.assert_outcomes(failed=1)
@@ -84,10 +86,11 @@ def test_a_miss_on_ci_says_ci_chose_replay_and_that_the_cassette_was_never_commi
         [
             "*mode:*replay*",
             "*chosen by CI='true': on CI the default is replay*",
-            "*This file is not in the repository (git does not track it)*never committed*",
+            "*It was recorded (trajectories/*names it), but git does not track the file*"
+            f"never committed. Commit it: git add {cassette}",
         ]
     )
-    assert provider.served == 0
+    assert provider.served == 1  # the recording only
 
 
 def test_a_miss_off_git_says_nothing_of_commits(

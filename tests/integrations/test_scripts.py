@@ -132,7 +132,8 @@ def test_a_skip_left_uncaught_in_a_script_is_one_line_not_a_traceback(tmp_path: 
     assert result.returncode == 1  # the script did not run to its end
     assert result.stdout == "deterministic check held\n"
     assert "Traceback" not in result.stderr, result.stderr
-    [line] = result.stderr.splitlines()
+    [line, closing] = result.stderr.splitlines()  # the skip, then the run's closing count
+    assert closing.startswith("ghostrun: 1 semantic check skipped: no judge. To enable"), closing
     assert line.startswith(
         "ghostrun: the script stopped at a skipped check: semantic assertion skipped: "
         "no cached verdict for 'The text expresses or contains this intent: an apology'"

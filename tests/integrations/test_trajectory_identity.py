@@ -162,3 +162,49 @@ def test_under_pytest_and_xdist_unplayed_steps_fail_and_the_ini_option_relaxes_i
     pytester.makeini("[pytest]\nghostrun_on_unplayed = loudly\n")
     wrong = pytester.runpytest_subprocess("--ghostrun-replay")
     wrong.stderr.fnmatch_lines(["*invalid ghostrun_on_unplayed 'loudly'*"])
+
+
+ONE_STORY = """
+import os
+import pytest
+from agents_under_test import tool_loop
+
+
+@pytest.mark.ghostrun(hosts=["127.0.0.1"])
+def test_stops_early():
+    tool_loop(os.environ["SIM_URL"], max_steps=int(os.environ.get("AGENT_STEPS", "5")))
+
+
+@pytest.mark.ghostrun(hosts=["127.0.0.1"])
+def test_tool_api_down():
+    steps = int(os.environ.get("AGENT_STEPS", "5"))
+    tool_loop(os.environ["SIM_URL"], max_steps=steps)
+    if steps < 5:
+        raise ConnectionError("the tool API is down")
+"""
+
+
+def test_under_pytest_a_teardown_failure_shows_ghostruns_message_first_and_no_frames(
+    pytester: pytest.Pytester,
+    pytester_env: None,
+    provider: ProviderSimulator,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    provider.tool_plan = list(PLAN)
+    path = os.pathsep.join([str(TESTS_DIR), os.environ.get("PYTHONPATH", "")])
+    monkeypatch.setenv("PYTHONPATH", path)
+    pytester.makepyfile(test_agent=ONE_STORY)
+    pytester.runpytest_subprocess("--ghostrun-record").assert_outcomes(passed=2)
+
+    monkeypatch.setenv("AGENT_STEPS", "2")
+    result = pytester.runpytest_subprocess("--ghostrun-replay")
+    result.assert_outcomes(passed=1, failed=1, errors=1)  # one failure per test
+    out = result.stdout.str()
+    section = out.split("ERROR at teardown of test_stops_early")[1].split("\n", 1)[1]
+    first = section.splitlines()[0]
+    assert first.startswith("ghostrun.UnplayedSteps: ghostrun: test_agent.py::test_stops_early"), (
+        out
+    )
+    for internal in ("_close", "Deck.exit", "_deck.py", "_trajectory", "pytest_plugin.py"):
+        assert internal not in out, out
+    assert "Unplayed" not in out.split("test_tool_api_down")[1].split("short test summary")[0]

@@ -403,7 +403,12 @@ def test_each_outcome_is_reported_to_the_run_log(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     reported: dict[str, str] = {}
-    monkeypatch.setattr(ghostrun._recording._runlog, "test_outcome", reported.__setitem__)
+    failures: dict[str, str | None] = {}
+
+    def report(name: str, outcome: str, failure: str | None = None) -> None:
+        reported[name], failures[name] = outcome, failure
+
+    monkeypatch.setattr(ghostrun._recording._runlog, "test_outcome", report)
 
     class Outcomes(ghostrun.TestCaseMixin, unittest.TestCase):
         ghostrun_session_kwargs = {"cassette_dir": tmp_path}
@@ -443,6 +448,46 @@ def test_each_outcome_is_reported_to_the_run_log(
         f"{prefix}::test_error": "error",
         f"{prefix}::test_skipped": "skipped",
         f"{prefix}::test_skipped_inside": "skipped",
-        f"{prefix}::test_expected_failure": "skipped",
+        f"{prefix}::test_expected_failure": "xfailed",  # not a skip: it ran, and failed
         f"{prefix}::test_unexpected_success": "failed",
     }
+    assert failures[f"{prefix}::test_error"] == "KeyError: 'boom'"
+    assert (failures[f"{prefix}::test_failed"] or "").startswith("ghostrun.ExpectationFailed")
+    assert failures[f"{prefix}::test_passed"] is None
+
+
+# -- one failure per test, told as the test's own ----------------------------------------
+
+STOPPED_EARLY = """
+class Agent(ghostrun.TestCaseMixin, unittest.TestCase):
+    ghostrun_session_kwargs = LOOPBACK
+
+    def test_tool_api_down(self):
+        ask("step one")
+        if REPLAYING:
+            raise ConnectionError("the tool API is down")
+        ask("step two")
+
+    def test_stops_early(self):
+        ask("first step")
+        if not REPLAYING:
+            ask("second step")
+"""
+
+
+def test_a_failed_test_is_not_told_of_unplayed_steps_and_unplayed_ones_show_the_message_only(
+    tmp_path: Path, provider: ProviderSimulator
+) -> None:
+    recorded = run_unittest(tmp_path, provider.base_url, STOPPED_EARLY)
+    assert recorded.returncode == 0, recorded.stderr
+    provider.stop()
+
+    result = run_unittest(tmp_path, provider.base_url, STOPPED_EARLY, GHOSTRUN_MODE="replay")
+    report = result.stderr
+    assert "FAILED (failures=1, errors=1)" in report, report
+    down = report.split("ERROR: test_tool_api_down")[1].split("=" * 70)[0]
+    assert "ConnectionError: the tool API is down" in down and "Unplayed" not in down, report
+    early = report.split("FAIL: test_stops_early")[1].split("-" * 70)[1]
+    assert early.lstrip("\n").startswith("ghostrun.UnplayedSteps: "), report
+    for internal in ("_close", "Deck.exit", "_deck.py", "_trajectory.py", "_session.py"):
+        assert internal not in report, report

@@ -247,6 +247,8 @@ SKIPPED_BY_DESIGN = {
     "tests/intercept/test_grpc.py",
     "ghostrun: no recording for POST http://127.0.0.1": "a miss naming normalize=, checked by "
     "tests/core/test_normalize.py",
+    "ghostrun: 2 semantic checks skipped: no judge.": "a run's closing line, checked by "
+    "tests/judging/test_no_judge.py",
     "corrupt cassette tests/cassettes/": "a CassetteError's shape, checked by "
     "tests/store/test_hostile_cassettes.py",
     'import os; ("GHOSTRUN_REPLAY_PARENT" in os.environ': "the .pth start-up line, installed and "

@@ -327,7 +327,7 @@ def test_review_shows_the_tokens_a_prompt_change_costs_per_test_and_per_step(
     )
     was, now = (sum(s["tokens"]["in"] for s in steps) for steps in (old, new))
     assert now - was == 3 * 8  # eight more words in each of the three steps' prompts
-    assert f"{TEST}\n  tokens: in {was} -> {now} (+{now - was}), out " in text, text
+    assert f"\n  tokens: in {was} -> {now} (+{now - was}), out " in text, text
     first = (old[0]["tokens"]["in"], new[0]["tokens"]["in"])
     assert f"    step 1: in {first[0]} -> {first[1]} (+8), out " in text, text
     assert "request 1: POST http://127.0.0.1:" in text

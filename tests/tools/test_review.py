@@ -166,11 +166,13 @@ def test_review_names_the_changed_request_words_verdict_and_stale_cassette(
 
     code, out = review(edited, capsys)
     assert code == 1  # a verdict went from PASS to FAIL
-    assert out.splitlines()[1] == (
-        "1 test changed, 1 request, 1 verdict (1 PASS -> FAIL), 1 stale cassette, "
-        "tokens in 10, out 10 -> 2 (-8)"  # the terse prompt's answer is shorter
+    assert out.splitlines()[1] == (  # the outcome that changed first
+        "1 test now failing, 1 test changed, 1 request, 1 verdict (1 PASS -> FAIL), "
+        "1 stale cassette, tokens in 10, out 10 -> 2 (-8)"  # the terse prompt's answer is shorter
     )
     assert "  tokens: in 10, out 10 -> 2 (-8)\n    step 1: in 10, out 10 -> 2 (-8)\n" in out
+    head = out.index("test_app.py::test_refund (failed)\n")  # the outcome first, and why
+    assert out[head:].split("\n")[1].startswith("  fails: ghostrun.ExpectationFailed: expected:")
     assert "test_app.py::test_order" not in out  # re-recorded, same answers: not news
     assert (
         f"request 1: POST {edited_url(out)}/v1/chat/completions: {old_key}.json -> {new_key}.json"
@@ -222,8 +224,8 @@ def test_review_markdown_is_sized_for_a_pull_request(
     _code, markdown = review(edited, capsys, "--format", "markdown")
     lines = markdown.splitlines()
     assert lines[0] == (
-        "**ghostrun review:** 1 test changed, 1 request, 1 verdict (1 PASS -> FAIL), "
-        "1 stale cassette, tokens in 10, out 10 -> 2 (-8)"
+        "**ghostrun review:** 1 test now failing, 1 test changed, 1 request, 1 verdict "
+        "(1 PASS -> FAIL), 1 stale cassette, tokens in 10, out 10 -> 2 (-8)"
     )
     opened = [i for i, line in enumerate(lines) if line.startswith("<details><summary>")]
     assert len(opened) == 1

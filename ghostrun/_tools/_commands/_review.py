@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..._core._config import settings
+from ..._core._normalize import normalizer
 from ..._recording import _runlog
 from .._branches import BranchError, branch_dir
 from .._review._branch import FORMATS as BRANCH_FORMATS
 from .._review._branch import branch_review, render_branch
-from .._review._compare import review
+from .._review._compare import Suite, review
 from .._review._rebased import rebased_tests, with_rebased
 from .._review._render import FORMATS, render
 from .._review._states import ReviewError, State, state_from_dir, state_from_git
@@ -29,7 +31,11 @@ def add_parser(subparsers: Subparsers) -> None:
         "to the cassette directory as it is now (run the tests, re-recording, first). With "
         "--runs they name two run snapshots of the cassette directory instead. Each new "
         "cassette is paired with the one it replaced, by test and endpoint, else by the "
-        "closest body. Exit status 1 when a verdict went from PASS to FAIL.",
+        "closest body. Each test tells one story: its outcome change, its final answer before and "
+        "after, and each request change once (provider-minted ids and the suite's normalize "
+        "and ignore_fields left out). Exit status 1 when a test's outcome got worse (it "
+        "passed, or was new, and now fails or errors) or a verdict went from PASS to FAIL; "
+        "0 otherwise.",
     )
     parser.add_argument("before", nargs="?", metavar="BEFORE", help="default: HEAD")
     parser.add_argument("after", nargs="?", metavar="AFTER", help="default: the directory now")
@@ -45,7 +51,8 @@ def add_parser(subparsers: Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    directory = cassette_dir(args)
+    two_dirs = not args.runs and all(w and Path(w).is_dir() for w in (args.before, args.after))
+    directory = args.cassette_dir if two_dirs else cassette_dir(args)  # two dirs: none needed
     if args.branch is not None:
         return _branch(args, directory)
     try:
@@ -63,9 +70,9 @@ def run(args: argparse.Namespace) -> int:
             )
     except ReviewError as exc:
         raise UsageError(str(exc)) from None
-    found = review(before, after, prices(args))
+    found = review(before, after, prices(args), suite_settings())
     out(with_rebased(render(found, args.format), rebased_tests(before, after), args.format))
-    return 1 if found.regressions else 0
+    return 1 if found.needs_review else 0
 
 
 def _state(where: str, directory: Path, run: str) -> State:
@@ -87,3 +94,14 @@ def _branch(args: argparse.Namespace, directory: Path) -> int:
     text = render_branch(found, args.format if args.format in BRANCH_FORMATS else "text")
     (out_json if args.format == "json" else out)(text)
     return 0
+
+
+def suite_settings() -> Suite:
+    """The suite's ``normalize`` and ``ignore_fields``, read where its sessions read them
+    (``configure()`` or the pytest ini, then ``[tool.ghostrun]``), shown left out."""
+    shapes = settings.resolve_normalize()
+    try:
+        normalizer(list(shapes))
+    except ValueError as exc:
+        raise UsageError(f"[tool.ghostrun] normalize: {exc}") from None
+    return Suite(tuple(shapes), settings.resolve_ignore_fields())

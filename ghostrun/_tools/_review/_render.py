@@ -34,10 +34,14 @@ def render(found: Review, fmt: str) -> str:
 
 
 def summary(found: Review) -> str:
-    """One line: how many tests, requests and verdicts changed, and what is stale."""
+    """One line: the outcomes that changed first, then how many tests, requests and
+    verdicts changed, and what is stale."""
     requests = sum(len(t.changes) for t in found.tests)
     verdicts = sum(len(t.verdicts) for t in found.tests)
-    parts = [
+    worse, better = len(found.worse), sum(t.better for t in found.tests)
+    parts = [plural(worse, "test") + " now failing"] if worse else []
+    parts += [plural(better, "test") + " now passing"] if better else []
+    parts += [
         plural(len(found.tests), "test") + " changed",
         plural(requests, "request"),
         plural(verdicts, "verdict")
@@ -99,15 +103,28 @@ def _short(text: str, limit: int = 80) -> str:
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
+def _failure_lines(failure: str) -> list[str]:
+    first, *rest = failure.splitlines() or [""]
+    return [f"fails: {first}", *(f"  {line}" for line in rest)]
+
+
+def _same(change: Change) -> str:
+    return "" if change.same_as is None else f" (same change as request {change.same_as})"
+
+
 def _text(found: Review) -> str:
     lines = [f"ghostrun review: {found.before} -> {found.after}", summary(found)]
     for test in found.tests:
         lines += ["", _test_head(test)]
-        lines += ["  " + line for line in _token_lines(test)]
+        if test.failure:
+            lines += ["  " + line for line in _failure_lines(test.failure)]
+        if test.answer:
+            lines.append("  answer:")
+            lines += ["    " + line for line in test.answer]
         for change in test.changes:
-            lines.append("  " + _change_head(change))
+            lines.append("  " + _change_head(change) + _same(change))
             lines += ["    " + line for line in change.request_diff]
-            lines += ["    " + line for line in change.answer_diff]
+        lines += ["  " + line for line in _token_lines(test)]
         if test.verdicts:
             lines.append("  verdicts:")
             lines += ["    " + _verdict_line(v) for v in test.verdicts]
@@ -136,13 +153,17 @@ def _markdown(found: Review) -> str:
     ]
     for test in found.tests:
         body: list[str] = []
+        if test.failure:
+            body += ["", *safe.code_block(_failure_lines(test.failure), "text")]
+        if test.answer:
+            body += ["", "**answer**", "", *safe.code_block(test.answer, "diff")]
+        for change in test.changes:
+            body += ["", f"**{safe.inline(_change_head(change) + _same(change))}**", ""]
+            if change.request_diff:
+                body += safe.code_block(change.request_diff, "diff")
         tokens = _token_lines(test)
         if tokens:
             body += ["", "```", *tokens, "```"]
-        for change in test.changes:
-            body += ["", f"**{safe.inline(_change_head(change))}**", ""]
-            if change.request_diff or change.answer_diff:
-                body += safe.code_block([*change.request_diff, *change.answer_diff], "diff")
         if test.verdicts:
             body += [
                 "",
@@ -175,11 +196,15 @@ def _as_json(found: Review) -> dict[str, Any]:
         "after": found.after,
         "summary": summary(found),
         "regressions": found.regressions,
+        "worse": [t.name for t in found.worse],
+        "needs_review": found.needs_review,
         "unchanged_tests": found.unchanged,
         "tests": [
             {
                 "name": t.name,
                 "outcome": {"before": t.outcome[0], "after": t.outcome[1]},
+                "failure": t.failure,
+                "answer": t.answer,
                 "requests": [vars(c) for c in t.changes],
                 "verdicts": [{**vars(v), "regressed": v.regressed} for v in t.verdicts],
                 "stale": t.stale,
