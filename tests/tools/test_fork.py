@@ -55,7 +55,9 @@ def test_fork_sends_exactly_the_steps_from_n_on_with_the_new_model(
     assert digests(recording) == before  # the recording, byte for byte
     branch = recording / "branches" / "small"
     trajectory = json.loads(next((branch / "trajectories").glob("*.json")).read_text())
-    assert [s["model"] for s in trajectory["steps"]] == ["gpt-big", "gpt-small", "gpt-small"]
+    models = [s["model"] for s in trajectory["steps"] if s.get("kind", "model") == "model"]
+    assert models == ["gpt-big", "gpt-small", "gpt-small"]
+    assert trajectory["steps"][-1]["kind"] == "answer"  # the branch's run, told whole
     assert (branch / "runs" / "_last.json").is_file()
     capsys.readouterr()
 
