@@ -43,7 +43,15 @@
   line of the test that made the request, not a traceback through the SDK
   (``--tb=long`` or ``--fulltrace`` shows the whole traceback).
 
-It is inert for tests that use none of this.
+It is inert for tests that use none of this, and costs them nothing (DESIGN §2): at
+start-up it adds its options and its marker, and imports no more of ghostrun than the
+modes. The rest is imported, and the run's settings applied, when the first test uses
+ghostrun (its marker or fixture, or the first session any test opens: `_wiring`), or at
+once when something asks for ghostrun before a test does: one of its flags, a
+``GHOSTRUN_*`` variable, CI (the suite replays, so the guard holds from the start), or
+a project file that mentions it. From the first test that uses its marker or fixture to
+the end of the run, the plugin holds the roads (`_patch.lease`), so a session per test
+no longer installs and restores them each time.
 """
 
 from __future__ import annotations
@@ -52,23 +60,26 @@ import contextlib
 import os
 import textwrap
 import warnings
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ._core._config import check_on_unplayed, configure, settings
 from ._core._distribution import foreign_install
-from ._core._exceptions import CacheMiss, StaleCassetteWarning
-from ._core._modes import VCR_ALIASES, Mode, parse_mode
-from ._intercept import _guard
-from ._recording import _runlog, _stale
-from ._recording._session import Session
+from ._core._modes import VCR_ALIASES, Mode, parse_mode, running_on_ci
+from ._recording import _wiring
+
+if TYPE_CHECKING:
+    from ._core._config import check_on_unplayed, configure, settings
+    from ._core._exceptions import CacheMiss, StaleCassetteWarning
+    from ._intercept import _guard, _patch
+    from ._recording import _runlog, _stale, _trajectory
+    from ._recording._session import Session
 
 __all__ = ["ghostrun_session"]
 
-_SESSION = pytest.StashKey[Session]()
+_SESSION = pytest.StashKey["Session"]()
 _EXCEPTION = pytest.StashKey[BaseException]()
 _WORKER_OUTPUT = "ghostrun_runlog"
 _STALE_OUTPUT = "ghostrun_stale"
@@ -190,13 +201,78 @@ def _defined_by_a_plugin(parser: pytest.Parser, flag: str) -> bool:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", _MARKER_HELP)
-    config.pluginmanager.register(_Ghostrun(config), "ghostrun-run")
+    run = _Ghostrun(config)
+    config.pluginmanager.register(run, "ghostrun-run")
+    if config.pluginmanager.hasplugin("xdist") and not run.worker:
+        config.pluginmanager.register(_XdistController(run), "ghostrun-xdist")
+    if _asked_for(config):
+        run.start()
+    else:
+        _wiring.before_first_session(run.start)  # a test that opens a session itself
+
+
+def _load() -> None:
+    """Import what the plugin uses of ghostrun, once: when the run starts (`_Ghostrun.start`)."""
+    global check_on_unplayed, configure, settings, CacheMiss, StaleCassetteWarning
+    global _guard, _patch, _runlog, _stale, _trajectory, Session
+    from ._core._config import check_on_unplayed, configure, settings
+    from ._core._exceptions import CacheMiss, StaleCassetteWarning
+    from ._intercept import _guard, _patch
+    from ._recording import _runlog, _stale, _trajectory
+    from ._recording._session import Session
+
+
+def _asked_for(config: pytest.Config) -> bool:
+    """Whether ghostrun is asked for before any test uses it: then the run starts at once.
+
+    One of its flags or ini options, a ``GHOSTRUN_*`` variable, CI (where the suite
+    replays by default and the guard holds from the start), or a project file that
+    mentions ghostrun (its ``[tool.ghostrun]`` table may set the mode): a looser test
+    than the settings' own, never a stricter one, so a replaying suite is guarded
+    from its first test as before.
+    """
+    options = vars(config.option)
+    if any(value for name, value in options.items() if name.startswith("ghostrun_")):
+        return True
+    if running_on_ci() or any(name.startswith("GHOSTRUN_") for name in os.environ):
+        return True
+    return any(_mentions_ghostrun(path) for path in _project_files(config))
+
+
+def _project_files(config: pytest.Config) -> list[Path]:
+    """pytest's ini file, and the first ``pyproject.toml`` from the working directory up."""
+    found = [config.inipath] if config.inipath else []
+    for directory in (Path.cwd(), *Path.cwd().parents):
+        if (directory / "pyproject.toml").is_file():
+            return [*found, directory / "pyproject.toml"]
+    return found
+
+
+def _mentions_ghostrun(path: Path) -> bool:
+    try:
+        return b"ghostrun" in path.read_bytes()
+    except OSError:
+        return False
 
 
 class _Ghostrun:
     """The run's state: the suite-wide settings it changed, and the run log it writes."""
 
     def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.worker = hasattr(config, "workerinput")
+        self.started = False
+        self.written: list[Path] = []
+        self.outcomes: dict[str, str] = {}
+        self.errors: list[Exception] = []
+        self._release_lease: Callable[[], None] | None = None
+
+    def start(self) -> None:
+        """Import ghostrun and apply the run's settings: at the first test that uses it."""
+        if self.started:
+            return
+        _load()
+        config = self.config
         mode = _suite_mode(config)
         snapshot = config.getoption("ghostrun_snapshot")
         try:
@@ -205,11 +281,6 @@ class _Ghostrun:
             )
         except ValueError as exc:
             raise pytest.UsageError(f"--ghostrun-snapshot: {exc}") from None
-        self.config = config
-        self.worker = hasattr(config, "workerinput")
-        self.written: list[Path] = []
-        self.outcomes: dict[str, str] = {}
-        self.errors: list[Exception] = []
         self._restore_settings = (settings.suite_mode, settings.plugin_cassette_dir)
         self._restore_env = {name: os.environ.get(name) for name in _EXPORTED}
         # The plugin writes the run itself (at session finish), so not at exit.
@@ -238,11 +309,22 @@ class _Ghostrun:
                 settings.on_unplayed = check_on_unplayed(on_unplayed, "ghostrun_on_unplayed")
             except ValueError as exc:
                 raise pytest.UsageError(str(exc)) from None
-        if config.pluginmanager.hasplugin("xdist") and not self.worker:
-            config.pluginmanager.register(_XdistController(), "ghostrun-xdist")
         self._restore_staleness = _staleness_from(config)
+        for nodeid, outcome in self.outcomes.items():  # tests that ran before it started
+            _runlog.test_outcome(nodeid, outcome)
+        self.started = True  # not before: a usage error above leaves nothing to undo
+
+    def lease(self) -> None:
+        """Hold the roads from the first test that uses the marker or fixture to the end."""
+        self.start()
+        if self._release_lease is None:
+            self._release_lease = _patch.lease()
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if self._release_lease is not None:
+            self._release_lease()  # the exact originals are back
+        if not self.started:
+            return
         settings.suite_mode, settings.plugin_cassette_dir = self._restore_settings
         settings.on_unplayed = self._restore_on_unplayed
         *before, deferred = self._restore_staleness
@@ -261,8 +343,11 @@ class _Ghostrun:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> Generator[None, None, None]:
+        if self.started:  # run again (a re-run plugin), a test's sessions are a new run
+            _trajectory.test_started()
         markers = list(item.iter_markers("ghostrun"))
         if markers:
+            self.lease()
             kwargs = _session_kwargs(item, markers)
             kwargs["cassette_dir"] = _default_dir(item.config, kwargs.get("cassette_dir"))
             session = Session(**kwargs)
@@ -275,6 +360,8 @@ class _Ghostrun:
         self, item: pytest.Item, call: pytest.CallInfo[None]
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
+        if not self.started:
+            return report
         if call.excinfo is not None and report.failed and _short_tracebacks(item.config):
             miss = _miss_in(call.excinfo.value)
             if miss is not None:
@@ -299,6 +386,8 @@ class _Ghostrun:
             if session is not None:
                 del item.stash[_SESSION]
                 _close(session, item)
+            if self.started:
+                _trajectory.test_ended()
 
     # -- outcomes and the run log ------------------------------------------------------
 
@@ -309,10 +398,13 @@ class _Ghostrun:
         if report.when == "teardown" and self.outcomes.get(report.nodeid) not in (None, "passed"):
             return  # a failed test that also failed to clean up stays "failed"
         self.outcomes[report.nodeid] = outcome
-        _runlog.test_outcome(report.nodeid, outcome)
+        if self.started:
+            _runlog.test_outcome(report.nodeid, outcome)
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if not self.started:
+            return  # a run that never used ghostrun writes nothing
         if self.worker:
             workeroutput: dict[str, Any] = self.config.workeroutput  # type: ignore[attr-defined]
             workeroutput[_WORKER_OUTPUT] = _runlog.PROCESS.log.export()
@@ -341,17 +433,27 @@ class _Ghostrun:
 class _XdistController:
     """On the xdist controller: gather each worker's part of the run log."""
 
+    def __init__(self, run: _Ghostrun) -> None:
+        self.run = run
+
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: object) -> None:
-        exported = getattr(node, "workeroutput", {}).get(_WORKER_OUTPUT)
+        output = getattr(node, "workeroutput", {})
+        if not (output.get(_WORKER_OUTPUT) or output.get(_STALE_OUTPUT)):
+            return  # a worker whose tests never used ghostrun
+        self.run.start()
+        exported = output.get(_WORKER_OUTPUT)
         if exported:
             _runlog.PROCESS.log.merge(exported)
-        _stale.add(getattr(node, "workeroutput", {}).get(_STALE_OUTPUT) or {})
+        _stale.add(output.get(_STALE_OUTPUT) or {})
 
 
 @pytest.fixture
 def ghostrun_session(request: pytest.FixtureRequest) -> Iterator[Session]:
     """The test's ghostrun session: the marker's, or a fresh one open for the test."""
+    run = request.config.pluginmanager.get_plugin("ghostrun-run")
+    if isinstance(run, _Ghostrun):
+        run.lease()
     marked = request.node.stash.get(_SESSION, None)
     if marked is not None:
         yield marked

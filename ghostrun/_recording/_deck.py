@@ -36,7 +36,7 @@ from .._core._normalize import Normalizer
 from .._core._telemetry import UrlList
 from .._secrets._memory import defer_secrets
 from .._store._cassette import Recording
-from . import _stale, _trajectory
+from . import _stale, _trajectory, _wiring
 from ._cassettes import Cassettes
 from ._closing import Closing, warn_auth
 from ._counts import Counts
@@ -220,6 +220,7 @@ class Deck:
 
     def enter(self) -> None:
         """A block of the session opens; the first one (again) resolves its settings afresh."""
+        _wiring.ready()  # the layers above hear of sessions from the first one on
         with self._lock:
             if self.depth == 0:
                 self._resolve()
@@ -248,6 +249,7 @@ class Deck:
             failed = exc is not None or bool(unraised)
             unplayed = _trajectory.session_closed(self, failed=failed)  # writes it if recorded
         finally:
+            _trajectory.closed(self)  # whatever happened: the test's run can end
             sync_deferred_dirs()  # DESIGN §3: each directory once per session, not per file
         for closed in _hooks.closed:
             closed(self)
