@@ -49,7 +49,7 @@ modes. The rest is imported, and the run's settings applied, when the first test
 ghostrun (its marker or fixture, or the first session any test opens: `_wiring`), or at
 once when something asks for ghostrun before a test does: one of its flags, a
 ``GHOSTRUN_*`` variable, CI (the suite replays, so the guard holds from the start), or
-a project file that mentions it. From the first test that uses its marker or fixture to
+a ``[tool.ghostrun]`` table. From the first test that uses its marker or fixture to
 the end of the run, the plugin holds the roads (`_patch.lease`), so a session per test
 no longer installs and restores them each time.
 """
@@ -225,34 +225,30 @@ def _load() -> None:
 def _asked_for(config: pytest.Config) -> bool:
     """Whether ghostrun is asked for before any test uses it: then the run starts at once.
 
-    One of its flags or ini options, a ``GHOSTRUN_*`` variable, CI (where the suite
-    replays by default and the guard holds from the start), or a project file that
-    mentions ghostrun (its ``[tool.ghostrun]`` table may set the mode): a looser test
-    than the settings' own, never a stricter one, so a replaying suite is guarded
-    from its first test as before.
+    One of its flags, a ``GHOSTRUN_*`` variable, CI (where the suite replays by
+    default), or a project file with a ``[tool.ghostrun]`` table (it may set the
+    mode): what could make the suite replay, whose guard holds from the first
+    test on. A looser test than the settings' own, never a stricter one. Its ini
+    options need no early start: the run starts before the first session opens.
     """
     options = vars(config.option)
     if any(value for name, value in options.items() if name.startswith("ghostrun_")):
         return True
     if running_on_ci() or any(name.startswith("GHOSTRUN_") for name in os.environ):
         return True
-    return any(_mentions_ghostrun(path) for path in _project_files(config))
+    return _project_table() is not None
 
 
-def _project_files(config: pytest.Config) -> list[Path]:
-    """pytest's ini file, and the first ``pyproject.toml`` from the working directory up."""
-    found = [config.inipath] if config.inipath else []
+def _project_table() -> Path | None:
+    """The first ``pyproject.toml`` from the working directory up, if it names the table."""
     for directory in (Path.cwd(), *Path.cwd().parents):
-        if (directory / "pyproject.toml").is_file():
-            return [*found, directory / "pyproject.toml"]
-    return found
-
-
-def _mentions_ghostrun(path: Path) -> bool:
-    try:
-        return b"ghostrun" in path.read_bytes()
-    except OSError:
-        return False
+        path = directory / "pyproject.toml"
+        if path.is_file():
+            try:
+                return path if b"tool.ghostrun" in path.read_bytes() else None
+            except OSError:
+                return None
+    return None
 
 
 class _Ghostrun:
