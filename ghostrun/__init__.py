@@ -111,7 +111,6 @@ def _wire() -> None:
 _wiring.before_first_session(_wire)
 
 if _os.environ.get("GHOSTRUN_MODE"):  # replay guards the whole process (see _guard)
-    _wiring.ready()
     importlib.import_module("._intercept._guard", __name__).install_for_suite()
 
 

@@ -257,7 +257,7 @@ class _Ghostrun:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.worker = hasattr(config, "workerinput")
-        self.started = False
+        self.started = self.ended = False
         self.written: list[Path] = []
         self.outcomes: dict[str, str] = {}
         self.errors: list[Exception] = []
@@ -265,8 +265,8 @@ class _Ghostrun:
 
     def start(self) -> None:
         """Import ghostrun and apply the run's settings: at the first test that uses it."""
-        if self.started:
-            return
+        if self.started or self.ended:
+            return  # ended: a session after this run (pytester's in-process runs) is not ours
         _load()
         config = self.config
         mode = _suite_mode(config)
@@ -317,6 +317,7 @@ class _Ghostrun:
             self._release_lease = _patch.lease()
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
+        self.ended = True
         if self._release_lease is not None:
             self._release_lease()  # the exact originals are back
         if not self.started:

@@ -57,6 +57,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .._core._exceptions import UnsupportedLibrary
+from .._recording import _deck
 
 if TYPE_CHECKING:
     from importlib.machinery import ModuleSpec
@@ -573,8 +574,10 @@ def lease() -> Restore:
     """A runner's hold on the roads: installed from now until the release it returns.
 
     The release is idempotent; the last holder to let go restores the exact
-    originals. The guard is not part of it: it acts as without the lease.
+    originals. The guard is not part of it: it acts as without the lease. The
+    layers are wired first (`_deck.wire`), as a session's entry does.
     """
+    _deck.wire()
     acquire()
     held = [True]
 

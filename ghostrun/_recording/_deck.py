@@ -58,6 +58,7 @@ __all__ = [
     "carries_miss",
     "current_test_id",
     "subscribe",
+    "wire",
 ]
 
 Hook = Callable[["Deck"], None]
@@ -87,6 +88,12 @@ def subscribe(
     ):
         if hook is not None:
             hooks.append(hook)
+
+
+def wire() -> None:
+    """Wire the layers above sessions now (`_wiring`): before a runner holds the roads, so
+    a road left unhooked holds the guard as it does for a session."""
+    _wiring.ready(_hooks)
 
 
 class Deck:
@@ -220,7 +227,7 @@ class Deck:
 
     def enter(self) -> None:
         """A block of the session opens; the first one (again) resolves its settings afresh."""
-        _wiring.ready()  # the layers above hear of sessions from the first one on
+        _wiring.ready(_hooks)  # the layers above hear of sessions from the first one on
         with self._lock:
             if self.depth == 0:
                 self._resolve()
