@@ -47,9 +47,9 @@ It is inert for tests that use none of this, and costs them nothing (DESIGN §2)
 start-up it adds its options and its marker, and imports no more of ghostrun than the
 modes. The rest is imported, and the run's settings applied, when the first test uses
 ghostrun (its marker or fixture, or the first session any test opens: `_wiring`), or at
-once when something asks for ghostrun before a test does: one of its flags, a
-``GHOSTRUN_*`` variable, CI (the suite replays, so the guard holds from the start), or
-a ``[tool.ghostrun]`` table. From the first test that uses its marker or fixture to
+once when something asks for ghostrun before a test does: one of its flags or ini
+options, a ``GHOSTRUN_*`` variable, CI (the suite replays, so the guard holds from the
+start), or a ``[tool.ghostrun]`` table. From the first test that uses its marker or fixture to
 the end of the run, the plugin holds the roads (`_patch.lease`), so a session per test
 no longer installs and restores them each time.
 """
@@ -84,6 +84,13 @@ _EXCEPTION = pytest.StashKey[BaseException]()
 _WORKER_OUTPUT = "ghostrun_runlog"
 _STALE_OUTPUT = "ghostrun_stale"
 _EXPORTED = ("GHOSTRUN_MODE", "GHOSTRUN_BLOCK_NETWORK")
+_INI_OPTIONS = (
+    "ghostrun_cassette_dir",
+    "ghostrun_max_age",
+    "ghostrun_normalize",
+    "ghostrun_on_stale",
+    "ghostrun_on_unplayed",
+)
 _MARKER_HELP = (
     "ghostrun(**session_kwargs): run the test inside a ghostrun session named by its node id; "
     "the keyword arguments are ghostrun.session()'s (mode, cassette_dir, hosts, ignore_fields, "
@@ -205,7 +212,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(run, "ghostrun-run")
     if config.pluginmanager.hasplugin("xdist") and not run.worker:
         config.pluginmanager.register(_XdistController(run), "ghostrun-xdist")
-    if _asked_for(config):
+    run.asked = _asked_for(config)
+    if run.asked:
         run.start()
     else:
         _wiring.before_first_session(run.start)  # a test that opens a session itself
@@ -228,11 +236,13 @@ def _asked_for(config: pytest.Config) -> bool:
     One of its flags, a ``GHOSTRUN_*`` variable, CI (where the suite replays by
     default), or a project file with a ``[tool.ghostrun]`` table (it may set the
     mode): what could make the suite replay, whose guard holds from the first
-    test on. A looser test than the settings' own, never a stricter one. Its ini
-    options need no early start: the run starts before the first session opens.
+    test on. A looser test than the settings' own, never a stricter one. Or one of
+    its ini options, so a wrong value is a usage error at start-up, as before.
     """
     options = vars(config.option)
     if any(value for name, value in options.items() if name.startswith("ghostrun_")):
+        return True
+    if any(config.getini(name) for name in _INI_OPTIONS):
         return True
     if running_on_ci() or any(name.startswith("GHOSTRUN_") for name in os.environ):
         return True
@@ -258,6 +268,9 @@ class _Ghostrun:
         self.config = config
         self.worker = hasattr(config, "workerinput")
         self.started = self.ended = False
+        # Asked for at start-up (`_asked_for`); else it starts later, in some test's
+        # environment, which says nothing of the run: its suite never replays.
+        self.asked = False
         self.written: list[Path] = []
         self.outcomes: dict[str, str] = {}
         self.errors: list[Exception] = []
@@ -273,7 +286,11 @@ class _Ghostrun:
         snapshot = config.getoption("ghostrun_snapshot")
         try:
             self.snapshot = (
-                _runlog.check_snapshot_name(snapshot) if snapshot else _runlog.snapshot_from_env()
+                _runlog.check_snapshot_name(snapshot)
+                if snapshot
+                else _runlog.snapshot_from_env()
+                if self.asked
+                else None
             )
         except ValueError as exc:
             raise pytest.UsageError(f"--ghostrun-snapshot: {exc}") from None
@@ -288,7 +305,8 @@ class _Ghostrun:
         if config.getoption("ghostrun_block_network"):
             os.environ["GHOSTRUN_BLOCK_NETWORK"] = "1"  # read by every session, and subprocesses
         try:
-            self.guarded = _guard.suite_replays()  # GHOSTRUN_MODE=replay, a flag, or CI
+            # GHOSTRUN_MODE=replay, a flag, CI, the table: each makes the run start at once.
+            self.guarded = self.asked and _guard.suite_replays()
         except ValueError as exc:
             raise pytest.UsageError(str(exc)) from None
         if self.guarded:
