@@ -416,12 +416,12 @@ def render(result: dict[str, Any]) -> list[str]:
             notes.append(f"  {row['label']}: {added_per_exchange(blocks)}")
     events = sorted({r["events"] for r in result["rows"] if r["events"]})
     lines = [
-        f"  load average {result.get('load', '?')} (1, 5, 15 min) at the end of the rounds;"
-        " other work on the machine slows every contender's blocks alike, in turns",
         f"  {result['rounds']} rounds; tests per block: {TESTS_PER_BLOCK[1]} (1 call), "
         f"{TESTS_PER_BLOCK[10]} (10 calls), {TESTS_PER_BLOCK[0]} (empty); stream events "
         f"per call: {', '.join(map(str, events))}; "
         + ", ".join(f"{k} {v}" for k, v in result["versions"].items()),
+        f"  load average {result.get('load', '?')} (1, 5, 15 min) at the end of the rounds;"
+        " other work on the machine slows every contender's blocks alike, in turns",
         "  empty session: CPU per session (not a ratio to the floor, which does nothing)",
     ]
     from run import _table
