@@ -11,8 +11,11 @@ the peers a user would pick instead:
 - **floor**: no recorder at all. Replay rows: the SDK over ``MockTransport``
   handing back the recorded bytes (its own cost, zero I/O). Record rows: the
   same calls sent to the provider without a recorder;
-- **ghostrun**: ``ghostrun.session(mode="replay")`` (record rows: ``"record"``),
-  all tests sharing one cassette directory, a file per request;
+- **ghostrun**: ``ghostrun.session(mode="replay", name=<test>)`` (record rows:
+  ``"record"``), all tests sharing one cassette directory, a file per request,
+  each block of tests run as a test class of ``ghostrun.TestCaseMixin`` (or a pytest
+  run of marked tests) runs it: the roads held for the block (the runner's lease,
+  taken at the block's start, its install counted in the block);
 - **cassetter** 0.16 (a Rust core): ``Cassetter(record_mode="none",
   match_on=["method", "uri", "body"]).use_cassette(<test>.yaml)``, a file per
   test, its configuration built once (record rows: ``record_mode="all"``);
@@ -23,7 +26,11 @@ the peers a user would pick instead:
 
 The peers match on the body, as ghostrun does: the only matching that gives
 each distinct prompt its own answer whatever the order. Each test has its own
-prompts (and, for the peers, its own cassette); every answer is checked.
+prompts (and, for the peers, its own cassette); every answer is checked. No
+contender is reset between tests or rounds: each is used as its documentation
+tells a user, and the tests' names (ghostrun's session names, the peers'
+cassette files) are the same from round to round, as a suite run again reuses
+them.
 
 Rows: an empty session (open and close, nothing inside); chat and stream
 (about 30 events) with 1 and 10 calls per test, in an openai lane and an
@@ -180,13 +187,12 @@ class Contenders:
             return lambda test: contextlib.nullcontext()
         if name == "ghostrun":
             mode = "record" if row.record else "replay"
-            label = f"r{round_}-test" if row.record else "test"
-            return lambda test: _ghostrun_test(mode, where, f"{label}{test}")
+            return lambda test: _ghostrun_test(mode, where, f"test{test}")
         if name == "cassetter":
             recorder = self.cassetter_record if row.record else self.cassetter
-            return lambda test: recorder.use_cassette(str(where / f"r{round_}-test{test}.yaml"))
+            return lambda test: recorder.use_cassette(str(where / f"test{test}.yaml"))
         recorder = self.vcr_record if row.record else self.vcr
-        return lambda test: recorder.use_cassette(str(where / f"r{round_}-test{test}.yaml"))
+        return lambda test: recorder.use_cassette(str(where / f"test{test}.yaml"))
 
     def client(self, row: Row, name: str) -> Any:
         if name == "floor" and not row.record:
@@ -246,14 +252,28 @@ def record_everything(sim_url: str, data: Path, table: list[Row]) -> Contenders:
 
 
 def _ghostrun_test(mode: str, where: Path, test: str) -> Any:
-    """ghostrun's session for one test, as under pytest: named by its test id, in a process
-    that has not opened a session of that test before (so its trajectory is checked, or
-    written, as in a test run of its own)."""
+    """ghostrun's session for one test, as under pytest: named by its test id. Run again in
+    the next round, it is a re-run of that test (DESIGN §3): checked against its
+    trajectory in replay, rewriting it when it records."""
     import ghostrun
-    from ghostrun._recording import _trajectory
 
-    _trajectory.swap(_trajectory.Tracker())
     return ghostrun.session(mode=mode, cassette_dir=where, hosts=wl.LOOPBACK, name=test)
+
+
+@contextlib.contextmanager
+def _runner(name: str) -> Iterator[None]:
+    """A block of tests as a runner runs them: ghostrun's holds the roads for the block
+    (``TestCaseMixin`` per test class, the pytest plugin per run: the same lease)."""
+    if name != "ghostrun":
+        yield
+        return
+    from ghostrun._intercept import _patch
+
+    release = _patch.lease()
+    try:
+        yield
+    finally:
+        release()
 
 
 def _recording_opener(made: Contenders, row: Row, name: str) -> Callable[[int], Any]:
@@ -262,7 +282,7 @@ def _recording_opener(made: Contenders, row: Row, name: str) -> Callable[[int], 
     if name == "ghostrun":
         return lambda t: _ghostrun_test("record", where, f"test{t}")
     recorder = made.cassetter_record if name == "cassetter" else made.vcr_record
-    return lambda t: recorder.use_cassette(str(where / f"r0-test{t}.yaml"))
+    return lambda t: recorder.use_cassette(str(where / f"test{t}.yaml"))
 
 
 # -- measuring -----------------------------------------------------------------------------
@@ -277,16 +297,20 @@ def block(made: Contenders, row: Row, name: str, round_: int) -> dict[str, float
         tests = [[prompt(row, t, 0, round_ + 1)] for t in range(per_block)]
     opener = made.opener(row, name, round_ + 1 if row.record else 0)
     wrong = 0
+    walls = []  # each test's wall time: what recording adds to an exchange, test by test
     t0, c0 = time.perf_counter(), time.process_time()
-    for t, prompts in enumerate(tests):
-        with opener(t):
-            for text in prompts:
-                if not call(client, row, text):
-                    wrong += 1
+    with _runner(name):
+        for t, prompts in enumerate(tests):
+            w0 = time.perf_counter()
+            with opener(t):
+                for text in prompts:
+                    if not call(client, row, text):
+                        wrong += 1
+            walls.append(time.perf_counter() - w0)
     c1, t1 = time.process_time(), time.perf_counter()
     n = len(tests)
     right = 0 if name == "floor" and not row.record else wrong
-    return {"cpu": (c1 - c0) / n, "wall": (t1 - t0) / n, "wrong": right}
+    return {"cpu": (c1 - c0) / n, "wall": (t1 - t0) / n, "wrong": right, "walls": walls}
 
 
 def measure(rounds: int, only: set[str] | None = None) -> dict[str, Any]:
@@ -319,6 +343,7 @@ def measure(rounds: int, only: set[str] | None = None) -> dict[str, Any]:
             for r in table
         ],
         "versions": _versions(),
+        "load": ", ".join(f"{x:.2f}" for x in os.getloadavg()),
         "ghostrun": ghostrun.__file__,
     }
 
@@ -387,17 +412,40 @@ def render(result: dict[str, Any]) -> list[str]:
         wrong = {k: sum(int(b["wrong"]) for b in v) for k, v in blocks.items() if k != "floor"}
         if any(wrong.values()):
             notes.append(f"  ! {row['label']}: wrong answers {wrong}")
+        if row["record"]:
+            notes.append(f"  {row['label']}: {added_per_exchange(blocks)}")
     events = sorted({r["events"] for r in result["rows"] if r["events"]})
     lines = [
         f"  {result['rounds']} rounds; tests per block: {TESTS_PER_BLOCK[1]} (1 call), "
         f"{TESTS_PER_BLOCK[10]} (10 calls), {TESTS_PER_BLOCK[0]} (empty); stream events "
         f"per call: {', '.join(map(str, events))}; "
         + ", ".join(f"{k} {v}" for k, v in result["versions"].items()),
+        f"  load average {result.get('load', '?')} (1, 5, 15 min) at the end of the rounds;"
+        " other work on the machine slows every contender's blocks alike, in turns",
         "  empty session: CPU per session (not a ratio to the floor, which does nothing)",
     ]
     from run import _table
 
     return [*lines, *_table(table), *notes]
+
+
+def added_per_exchange(blocks: dict[str, list[dict[str, Any]]]) -> str:
+    """What each contender adds to a recorded exchange, wall time: each of its tests'
+    wall time less the median of the floor's tests in the same round (one call a test)."""
+    parts = []
+    for name in ("ghostrun", "cassetter", "vcrpy"):
+        added = [
+            wall - statistics.median(floor["walls"])
+            for mine, floor in zip(blocks[name], blocks["floor"], strict=True)
+            for wall in mine["walls"]
+        ]
+        if len(added) < 2:
+            continue
+        cuts = statistics.quantiles(added, n=20)
+        parts.append(
+            f"{name} +{statistics.median(added) * 1e3:.2f} ms p50, +{cuts[18] * 1e3:.2f} ms p95"
+        )
+    return "wall added per recorded exchange: " + "; ".join(parts)
 
 
 def _fmt(seconds: float) -> str:

@@ -332,6 +332,17 @@ def per_test(args: argparse.Namespace) -> dict[str, Any] | None:
         return None
 
 
+def start_up(args: argparse.Namespace) -> dict[str, Any] | None:
+    """What ghostrun costs a process that does not use it (``startup.py``, in a child)."""
+    pairs = 4 if args.quick else 10
+    print(f"the unused plugin and import ghostrun: {pairs} pairs ...", flush=True)
+    try:
+        return run_child("startup.py", ["--json", "--pairs", str(pairs)], "httpx2")
+    except (RuntimeError, subprocess.TimeoutExpired) as exc:
+        print(f"  ! start-up: {exc}", file=sys.stderr)
+        return None
+
+
 def inprocess_rows(result: dict[str, Any]) -> list[Row]:
     """``inprocess.py``'s blocks as rows, its rounds their repetitions."""
     spec = {"blocks": result["blocks"], "calls": result["calls"]}
@@ -750,7 +761,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="fewer calls and repetitions")
     parser.add_argument("--reps", type=int, help="repetitions per contender (5; quick: 3)")
     parser.add_argument(
-        "--only", default=",".join(("pertest", *WORKLOADS)), help="pertest and workloads: w1,w3"
+        "--only",
+        default=",".join(("pertest", "startup", *WORKLOADS)),
+        help="pertest, startup and workloads: w1,w3",
     )
     parser.add_argument("--lanes", default="httpx2,httpx", help="httpx2 (openai 3), httpx (2)")
     parser.add_argument("--no-peers", action="store_true", help="floor and ghostrun only")
@@ -769,6 +782,7 @@ def main(argv: list[str] | None = None) -> int:
     began, load_at_start = time.monotonic(), load_average()
     try:
         pertest = per_test(args) if "pertest" in args.only else None
+        startup = start_up(args) if "startup" in args.only else None
         lanes = prepare(args, sizes, data) if set(WORKLOADS) & set(args.only) else {}
         runs = [in_process(args, lane) for lane in lanes] if "w1" in args.only else []
         inproc = [result for result in runs if result is not None]
@@ -798,13 +812,21 @@ def main(argv: list[str] | None = None) -> int:
             "json": str(args.json),
             "elapsed_s": time.monotonic() - began,
             "pertest": pertest,
+            "startup": startup,
         }
         args.json.parent.mkdir(parents=True, exist_ok=True)
         every = [row for result in inproc for row in inprocess_rows(result)] + rows
         args.json.write_text(json.dumps(to_json(every, meta), indent=2) + "\n")
         print()
         print(render(rows, meta, inproc, pertest))
-        failed = "pertest" in args.only and pertest is None
+        if startup:
+            from startup import render as render_startup
+
+            print("\nWhat a process that never uses ghostrun pays for it (startup.py):")
+            print("\n".join(render_startup(startup)))
+        failed = ("pertest" in args.only and pertest is None) or (
+            "startup" in args.only and startup is None
+        )
         return 1 if failed or any(r.errors for r in rows) or len(inproc) < len(runs) else 0
     finally:
         if args.keep:

@@ -50,7 +50,7 @@ def main() -> None:
 
     import ghostrun
     from ghostrun._core import _hosts
-    from ghostrun._recording import _trajectory
+    from ghostrun._intercept import _patch
 
     with tempfile.TemporaryDirectory(prefix="ghostrun-session-profile-") as data:
         cassettes = os.path.join(data, "cassettes")
@@ -72,23 +72,29 @@ def main() -> None:
             http_client=httpx2.Client(transport=httpx2.MockTransport(unreachable)),
         )
 
-        # Each session is a test of its own, as under pytest: its name is its test id, and
-        # its process has opened no session of that test before (a fresh `Tracker`).
+        # Each session is a test, its name reused from round to round as a re-run suite
+        # does (a re-run is never the test's next session: nothing is written).
         def empty() -> None:
-            _trajectory.swap(_trajectory.Tracker())
             with ghostrun.session(
                 mode="replay", cassette_dir=cassettes, hosts=wl.LOOPBACK, name="empty"
             ):
                 pass
 
         def one_call() -> None:
-            _trajectory.swap(_trajectory.Tracker())
             with ghostrun.session(
                 mode="replay", cassette_dir=cassettes, hosts=wl.LOOPBACK, name="one-call"
             ):
                 _chat(client)
 
-        for label, variant in (("empty session", empty), ("1-call replay", one_call)):
+        variants: list[tuple[str, Callable[[], None], bool]] = [
+            ("empty session", empty, False),
+            ("empty session, under a runner's lease", empty, True),
+            ("1-call replay", one_call, False),
+            ("1-call replay, under a runner's lease", one_call, True),
+        ]
+        for label, variant, leased in variants:
+            # The lease the pytest plugin (and the unittest mixin, per class) holds.
+            release = _patch.lease() if leased else None
             for _ in range(20):  # warm
                 variant()
             counts = _counted(variant, args.sessions, _hosts)
@@ -110,6 +116,8 @@ def main() -> None:
             stats.sort_stats("tottime").print_stats(args.top)
             print("\n".join("  " + line for line in out.getvalue().splitlines()[4:] if line))
             print()
+            if release is not None:
+                release()
 
 
 def _chat(client: Any) -> None:

@@ -45,7 +45,15 @@
   line of the test that made the request, not a traceback through the SDK
   (``--tb=long`` or ``--fulltrace`` shows the whole traceback).
 
-It is inert for tests that use none of this.
+It is inert for tests that use none of this, and costs them nothing (DESIGN §2): at
+start-up it adds its options and its marker, and imports no more of ghostrun than the
+modes. The rest is imported, and the run's settings applied, when the first test uses
+ghostrun (its marker or fixture, or the first session any test opens: `_wiring`), or at
+once when something asks for ghostrun before a test does: one of its flags or ini
+options, a ``GHOSTRUN_*`` variable, CI (the suite replays, so the guard holds from the
+start), or a ``[tool.ghostrun]`` table. From the first test that uses its marker or fixture to
+the end of the run, the plugin holds the roads (`_patch.lease`), so a session per test
+no longer installs and restores them each time.
 """
 
 from __future__ import annotations
@@ -55,29 +63,39 @@ import importlib.util
 import os
 import textwrap
 import warnings
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ._core._config import check_on_unplayed, configure, settings
 from ._core._distribution import foreign_install
-from ._core._exceptions import CacheMiss, StaleCassetteWarning
-from ._core._modes import VCR_ALIASES, Mode, parse_mode
+from ._core._modes import VCR_ALIASES, Mode, parse_mode, running_on_ci
 from ._integrations import _vcr
-from ._intercept import _guard
-from ._recording import _runlog, _stale
-from ._recording._session import Session
+from ._recording import _wiring
+
+if TYPE_CHECKING:
+    from ._core._config import check_on_unplayed, configure, settings
+    from ._core._exceptions import CacheMiss, StaleCassetteWarning
+    from ._intercept import _guard, _patch
+    from ._recording import _runlog, _stale, _trajectory
+    from ._recording._session import Session
 
 __all__ = ["ghostrun_session"]
 
-_SESSION = pytest.StashKey[Session]()
+_SESSION = pytest.StashKey["Session"]()
 _EXCEPTION = pytest.StashKey[BaseException]()
 _CLOSING = pytest.StashKey[BaseException]()  # what the session said as it closed (`_close`)
 _WORKER_OUTPUT = "ghostrun_runlog"
 _STALE_OUTPUT = "ghostrun_stale"
 _EXPORTED = ("GHOSTRUN_MODE", "GHOSTRUN_BLOCK_NETWORK")
+_INI_OPTIONS = (
+    "ghostrun_cassette_dir",
+    "ghostrun_max_age",
+    "ghostrun_normalize",
+    "ghostrun_on_stale",
+    "ghostrun_on_unplayed",
+)
 _MARKER_HELP = (
     "ghostrun(**session_kwargs): run the test inside a ghostrun session named by its node id; "
     "the keyword arguments are ghostrun.session()'s (mode, cassette_dir, hosts, ignore_fields, "
@@ -224,26 +242,94 @@ def pytest_configure(config: pytest.Config) -> None:
     if not any(config.pluginmanager.hasplugin(name) for name in _VCR_MARKER_PLUGINS):
         config.addinivalue_line("markers", _vcr.MARKER_HELP)
         config.pluginmanager.register(_vcr, "ghostrun-vcr")
-    config.pluginmanager.register(_Ghostrun(config), "ghostrun-run")
+    run = _Ghostrun(config)
+    config.pluginmanager.register(run, "ghostrun-run")
+    if config.pluginmanager.hasplugin("xdist") and not run.worker:
+        config.pluginmanager.register(_XdistController(run), "ghostrun-xdist")
+    run.asked = _asked_for(config)
+    if run.asked:
+        run.start()
+    else:
+        _wiring.before_first_session(run.start)  # a test that opens a session itself
+
+
+def _load() -> None:
+    """Import what the plugin uses of ghostrun, once: when the run starts (`_Ghostrun.start`)."""
+    global check_on_unplayed, configure, settings, CacheMiss, StaleCassetteWarning
+    global _guard, _patch, _runlog, _stale, _trajectory, Session
+    from ._core._config import check_on_unplayed, configure, settings
+    from ._core._exceptions import CacheMiss, StaleCassetteWarning
+    from ._intercept import _guard, _patch
+    from ._recording import _runlog, _stale, _trajectory
+    from ._recording._session import Session
+
+
+def _asked_for(config: pytest.Config) -> bool:
+    """Whether ghostrun is asked for before any test uses it: then the run starts at once.
+
+    One of its flags, a ``GHOSTRUN_*`` variable, CI (where the suite replays by
+    default), or a project file with a ``[tool.ghostrun]`` table (it may set the
+    mode): what could make the suite replay, whose guard holds from the first
+    test on. A looser test than the settings' own, never a stricter one. Or one of
+    its ini options, so a wrong value is a usage error at start-up, as before.
+    """
+    options = vars(config.option)
+    if any(value for name, value in options.items() if name.startswith("ghostrun_")):
+        return True
+    if options.get("block_network"):  # pytest-recording's flag, ghostrun's when it is absent
+        return True
+    if any(config.getini(name) for name in _INI_OPTIONS):
+        return True
+    if running_on_ci() or any(name.startswith("GHOSTRUN_") for name in os.environ):
+        return True
+    return _project_table() is not None
+
+
+def _project_table() -> Path | None:
+    """The first ``pyproject.toml`` from the working directory up, if it names the table."""
+    for directory in (Path.cwd(), *Path.cwd().parents):
+        path = directory / "pyproject.toml"
+        if path.is_file():
+            try:
+                return path if b"tool.ghostrun" in path.read_bytes() else None
+            except OSError:
+                return None
+    return None
 
 
 class _Ghostrun:
     """The run's state: the suite-wide settings it changed, and the run log it writes."""
 
     def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.worker = hasattr(config, "workerinput")
+        self.started = self.ended = False
+        # Asked for at start-up (`_asked_for`); else it starts later, in some test's
+        # environment, which says nothing of the run: its suite never replays.
+        self.asked = False
+        self.written: list[Path] = []
+        self.outcomes: dict[str, str] = {}
+        self.errors: list[Exception] = []
+        self._release_lease: Callable[[], None] | None = None
+
+    def start(self) -> None:
+        """Import ghostrun and apply the run's settings: at the first test that uses it."""
+        if self.started or self.ended:
+            return  # ended: a session after this run (pytester's in-process runs) is not ours
+        _load()
+        config = self.config
         mode = _suite_mode(config)
         snapshot = config.getoption("ghostrun_snapshot")
         try:
             self.snapshot = (
-                _runlog.check_snapshot_name(snapshot) if snapshot else _runlog.snapshot_from_env()
+                _runlog.check_snapshot_name(snapshot)
+                if snapshot
+                else _runlog.snapshot_from_env()
+                if self.asked
+                else None
             )
         except ValueError as exc:
             raise pytest.UsageError(f"--ghostrun-snapshot: {exc}") from None
-        self.config = config
-        self.worker = hasattr(config, "workerinput")
-        self.written: list[Path] = []
-        self.outcomes: dict[str, str] = {}
-        self.errors: list[Exception] = []
         self._restore_settings = (settings.suite_mode, settings.plugin_cassette_dir)
         self._restore_env = {name: os.environ.get(name) for name in _EXPORTED}
         # The plugin writes the run itself (at session finish), so not at exit.
@@ -255,7 +341,8 @@ class _Ghostrun:
         if config.getoption("ghostrun_block_network") or config.getoption("block_network", False):
             os.environ["GHOSTRUN_BLOCK_NETWORK"] = "1"  # read by every session, and subprocesses
         try:
-            self.guarded = _guard.suite_replays()  # GHOSTRUN_MODE=replay, a flag, or CI
+            # GHOSTRUN_MODE=replay, a flag, CI, the table: each makes the run start at once.
+            self.guarded = self.asked and _guard.suite_replays()
         except ValueError as exc:
             raise pytest.UsageError(str(exc)) from None
         if self.guarded:
@@ -272,11 +359,23 @@ class _Ghostrun:
                 settings.on_unplayed = check_on_unplayed(on_unplayed, "ghostrun_on_unplayed")
             except ValueError as exc:
                 raise pytest.UsageError(str(exc)) from None
-        if config.pluginmanager.hasplugin("xdist") and not self.worker:
-            config.pluginmanager.register(_XdistController(), "ghostrun-xdist")
         self._restore_staleness = _staleness_from(config)
+        for nodeid, outcome in self.outcomes.items():  # tests that ran before it started
+            _runlog.test_outcome(nodeid, outcome)
+        self.started = True  # not before: a usage error above leaves nothing to undo
+
+    def lease(self) -> None:
+        """Hold the roads from the first test that uses the marker or fixture to the end."""
+        self.start()
+        if self._release_lease is None:
+            self._release_lease = _patch.lease()
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
+        self.ended = True
+        if self._release_lease is not None:
+            self._release_lease()  # the exact originals are back
+        if not self.started:
+            return
         settings.suite_mode, settings.plugin_cassette_dir = self._restore_settings
         settings.on_unplayed = self._restore_on_unplayed
         *before, deferred = self._restore_staleness
@@ -295,8 +394,11 @@ class _Ghostrun:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> Generator[None, None, None]:
+        if self.started:  # run again (a re-run plugin), a test's sessions are a new run
+            _trajectory.test_started()
         markers = list(item.iter_markers("ghostrun"))
         if markers:
+            self.lease()
             kwargs = _session_kwargs(item, markers)
             kwargs["cassette_dir"] = _default_dir(item.config, kwargs.get("cassette_dir"))
             session = Session(**kwargs)
@@ -309,6 +411,8 @@ class _Ghostrun:
         self, item: pytest.Item, call: pytest.CallInfo[None]
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
+        if not self.started:
+            return report
         if call.excinfo is not None and report.failed and _short_tracebacks(item.config):
             miss = _miss_in(call.excinfo.value)
             if miss is not None:
@@ -337,6 +441,8 @@ class _Ghostrun:
             if session is not None:
                 del item.stash[_SESSION]
                 _close(session, item)
+            if self.started:
+                _trajectory.test_ended()
 
     # -- outcomes and the run log ------------------------------------------------------
 
@@ -347,10 +453,13 @@ class _Ghostrun:
         if report.when == "teardown" and self.outcomes.get(report.nodeid) not in (None, "passed"):
             return  # a failed test that also failed to clean up stays "failed"
         self.outcomes[report.nodeid] = outcome
-        _runlog.test_outcome(report.nodeid, outcome, _failure(report))
+        if self.started:
+            _runlog.test_outcome(report.nodeid, outcome, _failure(report))
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if not self.started:
+            return  # a run that never used ghostrun writes nothing
         if self.worker:
             workeroutput: dict[str, Any] = self.config.workeroutput  # type: ignore[attr-defined]
             workeroutput[_WORKER_OUTPUT] = _runlog.PROCESS.log.export()
@@ -382,17 +491,27 @@ class _Ghostrun:
 class _XdistController:
     """On the xdist controller: gather each worker's part of the run log."""
 
+    def __init__(self, run: _Ghostrun) -> None:
+        self.run = run
+
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: object) -> None:
-        exported = getattr(node, "workeroutput", {}).get(_WORKER_OUTPUT)
+        output = getattr(node, "workeroutput", {})
+        if not (output.get(_WORKER_OUTPUT) or output.get(_STALE_OUTPUT)):
+            return  # a worker whose tests never used ghostrun
+        self.run.start()
+        exported = output.get(_WORKER_OUTPUT)
         if exported:
             _runlog.PROCESS.log.merge(exported)
-        _stale.add(getattr(node, "workeroutput", {}).get(_STALE_OUTPUT) or {})
+        _stale.add(output.get(_STALE_OUTPUT) or {})
 
 
 @pytest.fixture
 def ghostrun_session(request: pytest.FixtureRequest) -> Iterator[Session]:
     """The test's ghostrun session: the marker's, or a fresh one open for the test."""
+    run = request.config.pluginmanager.get_plugin("ghostrun-run")
+    if isinstance(run, _Ghostrun):
+        run.lease()
     marked = request.node.stash.get(_SESSION, None)
     if marked is not None:
         yield marked

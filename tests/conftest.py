@@ -12,6 +12,12 @@ from typing import Any
 import pytest
 from simulator import ProviderSimulator
 
+# ghostrun wires its layers to sessions at the first session, not at import
+# (ghostrun/_recording/_wiring.py); pytester's in-process runs drop the modules a run
+# imported, so the suite imports the wired ones first, for every run to share them.
+import ghostrun._intercept._guard
+import ghostrun._recording._runlog  # noqa: F401
+
 # Variables that would change ghostrun's mode, paths or hosts behind a test's back
 # (CI=true on hosted CI flips the default mode to replay).
 _ISOLATED_ENV = (

@@ -20,6 +20,12 @@ once, as its own failure: not told about unplayed steps as well. In
 an async test the session is visible to the test's task: ``setUp``,
 ``asyncSetUp``, the test and the cleanups run in one context.
 
+The test class holds the roads from its first test to its last
+(``setUpClass`` takes a lease, a class cleanup gives it back: DESIGN §2), so its
+tests' sessions install nothing. Each run of a test is a run of its trajectory
+(`_trajectory.test_started`): the sessions it opens one after another are its
+sessions 0, 1, ...; running it again starts from 0 again.
+
 The ``assert…`` methods are ``ghostrun.expect``, ``ghostrun.expect_tool_calls``
 and ``ghostrun.expect_trajectory`` (on the test's session) in unittest's
 spelling, with ``msg=``.
@@ -38,7 +44,8 @@ from .._assertions._expect import ExpectationFailed, expect, expect_tool_calls
 from .._assertions._trajectory import expect_trajectory
 from .._core._exceptions import GhostrunError
 from .._core._public import public
-from .._recording import _runlog
+from .._intercept import _patch
+from .._recording import _runlog, _trajectory
 from .._recording._deck import carries_miss
 from .._recording._session import Session
 from ._identity import node_id
@@ -84,6 +91,12 @@ class TestCaseMixin(_Base):
                 "unittest.TestCase)); otherwise its setUp never runs and requests are not "
                 "recorded or replayed"
             )
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        """Hold the roads for the class's tests (a lease), given back by a class cleanup."""
+        super().setUpClass()
+        cls.addClassCleanup(_patch.lease())
 
     # -- the session -----------------------------------------------------------------------
 
@@ -139,9 +152,11 @@ class TestCaseMixin(_Base):
         before = _counts(result) if result is not None else (0,) * len(_RESULT_LISTS)
         self._ghostrun_current = self._ghostrun_escaped = None
         restore = self._ghostrun_watch()
+        _trajectory.test_started()
         try:
             result = super().run(result)
         finally:
+            _trajectory.test_ended()
             restore()
         after = _counts(result)
         if before is not None and after is not None:

@@ -1,7 +1,12 @@
 """Reference-counted patching of the HTTP libraries' hooks, and the registry of roads.
 
-The first open session installs every road's hooks, the last one to close
-restores the exact original functions. A road is a module of this package
+The first holder installs every road's hooks, the last one to release
+restores the exact original functions. A holder is an open session, or a
+runner's `lease` (DESIGN §2): the pytest plugin holds one from the first test
+that uses ghostrun to the end of the run, the unittest mixin one per test
+class, so a session per test finds the roads installed and installs nothing.
+Under a lease alone, a call outside any session passes through at the cost of
+one lookup (``_engine.route`` finds no session). A road is a module of this package
 listed in `ROADS`; its ``adapters()`` returns one `Adapter` per library it
 covers, each with two steps: ``check`` (is the library importable? raise
 `UnsupportedLibrary` if it is but lacks its hook) and ``install`` (returns
@@ -54,6 +59,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .._core._exceptions import UnsupportedLibrary
+from .._recording import _deck
 
 if TYPE_CHECKING:
     from importlib.machinery import ModuleSpec
@@ -74,6 +80,7 @@ __all__ = [
     "forget_plan",
     "in_place",
     "is_unhooked",
+    "lease",
     "library",
     "on_unhooked",
     "reapply",
@@ -571,6 +578,27 @@ def acquire() -> None:
 def release() -> None:
     """The last release restores the exact original functions."""
     _roads.release()
+
+
+def lease() -> Restore:
+    """A runner's hold on the roads: installed from now until the release it returns.
+
+    The release is idempotent; the last holder to let go restores the exact
+    originals. The guard is not part of it: it acts as without the lease. The
+    layers are wired first (`_deck.wire`), as a session's entry does.
+    """
+    _deck.wire()
+    acquire()
+    held = [True]
+
+    def release_lease() -> None:
+        with _lock:
+            if not held:
+                return
+            held.clear()
+        release()
+
+    return release_lease
 
 
 def _adapters() -> list[Adapter]:

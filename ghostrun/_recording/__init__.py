@@ -19,6 +19,7 @@
                   what it sends changed
     _trajectory   each test's trajectory file: written when it records, checked in replay
     _runlog       each test's outcome and what it used, saved when the run ends
+    _wiring       what runs before the first session: the layers above, wired late
 
 May import: `_core`, `_wire`, `_secrets`, `_store`.
 """

@@ -37,7 +37,7 @@ from .._core._normalize import Normalizer
 from .._core._telemetry import UrlList
 from .._secrets._memory import defer_secrets
 from .._store._cassette import Recording
-from . import _rebase, _stale, _trajectory
+from . import _rebase, _stale, _trajectory, _wiring
 from ._cassettes import Cassettes
 from ._closing import Closing, warn_auth
 from ._counts import Counts
@@ -59,6 +59,7 @@ __all__ = [
     "carries_miss",
     "current_test_id",
     "subscribe",
+    "wire",
 ]
 
 Hook = Callable[["Deck"], None]
@@ -88,6 +89,12 @@ def subscribe(
     ):
         if hook is not None:
             hooks.append(hook)
+
+
+def wire() -> None:
+    """Wire the layers above sessions now (`_wiring`): before a runner holds the roads, so
+    a road left unhooked holds the guard as it does for a session."""
+    _wiring.ready(_hooks)
 
 
 class Deck:
@@ -223,6 +230,7 @@ class Deck:
 
     def enter(self) -> None:
         """A block of the session opens; the first one (again) resolves its settings afresh."""
+        _wiring.ready(_hooks)  # the layers above hear of sessions from the first one on
         with self._lock:
             if self.depth == 0:
                 self._resolve()
@@ -252,6 +260,7 @@ class Deck:
             failed = exc is not None or bool(unraised)
             unplayed = _trajectory.session_closed(self, failed=failed)  # writes it if recorded
         finally:
+            _trajectory.closed(self)  # whatever happened: the test's run can end
             sync_deferred_dirs()  # DESIGN §3: each directory once per session, not per file
         for closed in _hooks.closed:
             closed(self)

@@ -19,8 +19,14 @@ closes:
 
 A test's identity is the session's name: ``name=``, else the running test's id
 (the pytest node id; the unittest mixin computes the same one), else the
-script's file name. Its sessions are numbered in the order they open, per
-process (`Tracker`), so a test that opens two sessions keeps two parts.
+script's file name. Its sessions are numbered in the order they open within
+one run of the test (`Tracker`), so a test that opens two sessions keeps two
+parts. Opening the test's name again after its sessions closed is a re-run of
+the test (a loop in a script, ``pytest-rerunfailures``, a notebook cell run
+again), numbered from 0 again, unless it opens inside the same test of a runner
+(the pytest item, the unittest test: `test_started`) as the test's earlier
+session: then it is the test's next session. So a replayed re-run writes
+nothing (DESIGN §3), and a recorded one rewrites the file instead of growing it.
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ from .._store._trajectory import (
     trajectory_path,
     write_trajectory,
 )
+from ._settings import current_test_id
 from ._steps import (
     Step,
     ToolUse,
@@ -72,43 +79,90 @@ if TYPE_CHECKING:
 __all__ = [
     "Tracker",
     "answer_record",
+    "closed",
     "in_order",
     "opened",
     "played",
     "session_closed",
     "step_record",
     "swap",
+    "test_ended",
     "test_identity",
+    "test_started",
     "tool_record",
 ]
 
 _SHOWN_UNPLAYED = 10
 
 
+class _Run:
+    """One run of a test: its sessions opened so far, those open now, whether it recorded."""
+
+    __slots__ = ("open", "opened", "recorded", "scope")
+
+    def __init__(self, scope: object) -> None:
+        self.scope = scope  # the runner's test it runs in (`Tracker.scope`); None: none
+        self.opened = 0
+        self.open = 0
+        self.recorded = False
+
+
 class Tracker:
-    """Per process: how many sessions of each test opened, and which tests recorded.
+    """Per process: each test's current run, and the runner's test running now.
 
     One object, so a test of ghostrun can start afresh as a new process would (`swap`).
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._opened: dict[str, int] = {}
-        self._recorded: set[str] = set()
+        self._runs: dict[str, _Run] = {}
+        self._open: dict[int, str] = {}  # id of an open deck: the test it opened as
+        self._test: object = None  # set by a runner from its test's start to its end
 
-    def opened(self, test: str) -> int:
-        """A session of ``test`` opens: its number among the test's sessions (from 0)."""
+    def scope(self) -> object:
+        """The runner's test running now: a token from `started`, else the pytest id."""
+        return self._test if self._test is not None else current_test_id()
+
+    def started(self) -> None:
+        """A runner starts a test (again): sessions opened from now on are a new run."""
+        self._test = object()
+
+    def ended(self) -> None:
+        self._test = None
+
+    def opened(self, test: str, deck: object) -> int:
+        """A session of ``test`` opens: its number among the sessions of the test's run.
+
+        The same run goes on while one of its sessions is open, or in the runner's
+        same test; else this is a re-run, numbered from 0 again.
+        """
+        scope = self.scope()
         with self._lock:
-            index = self._opened.get(test, 0)
-            self._opened[test] = index + 1
+            run = self._runs.get(test)
+            if run is None or not (run.open or (scope is not None and scope == run.scope)):
+                run = self._runs[test] = _Run(scope)
+            run.open += 1
+            self._open[id(deck)] = test
+            index = run.opened
+            run.opened += 1
             return index
 
-    def recorded(self, test: str, now: bool) -> bool:
-        """Whether ``test`` recorded in this process, now or earlier."""
+    def closed(self, deck: object) -> None:
+        """The session opened as `opened` said has closed (its outermost block)."""
         with self._lock:
-            if now:
-                self._recorded.add(test)
-            return test in self._recorded
+            test = self._open.pop(id(deck), None)
+            run = self._runs.get(test) if test is not None else None
+            if run is not None and run.open:
+                run.open -= 1
+
+    def recorded(self, test: str, now: bool) -> bool:
+        """Whether ``test`` recorded in its current run, now or in an earlier session."""
+        with self._lock:
+            run = self._runs.get(test)
+            if run is None:
+                return now
+            run.recorded = run.recorded or now
+            return run.recorded
 
 
 _tracker = Tracker()
@@ -132,8 +186,31 @@ test_identity.__test__ = False  # type: ignore[attr-defined]  # not a test, desp
 
 
 def opened(deck: Deck) -> int:
-    """The session's outermost block opens: its number among its test's sessions."""
-    return _tracker.opened(test_identity(deck))
+    """The session's outermost block opens: its number among its test's run's sessions."""
+    return _tracker.opened(test_identity(deck), deck)
+
+
+def closed(deck: Deck) -> None:
+    """The session's outermost block has closed, whatever happened while it closed."""
+    _tracker.closed(deck)
+
+
+def test_started() -> None:
+    """A runner (the pytest plugin, the unittest mixin) starts a test, or runs it again.
+
+    Sessions of one name opened one after another inside it are one run's
+    sessions; the same name opened in another test, or in the same test run
+    again, starts a new run of that name (DESIGN §3).
+    """
+    _tracker.started()
+
+
+def test_ended() -> None:
+    """The runner's test has ended: sessions opened after it are nobody's test."""
+    _tracker.ended()
+
+
+test_started.__test__ = test_ended.__test__ = False  # type: ignore[attr-defined]
 
 
 def session_closed(deck: Deck, failed: bool) -> Exception | None:

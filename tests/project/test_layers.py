@@ -58,6 +58,25 @@ LAZY_IMPORTS = {
     ("ghostrun._assertions._expect", "ghostrun._judging._calibration._summary"): (
         "a judged failure only"
     ),
+    # Wired before the first session, not by ``import ghostrun`` (``_recording._wiring``).
+    ("ghostrun", "ghostrun._intercept._guard"): "the first session only",
+    ("ghostrun", "ghostrun._intercept._patch"): "the first session only",
+    ("ghostrun", "ghostrun._recording._deck"): "the first session only",
+    ("ghostrun", "ghostrun._recording._runlog"): "the first session only",
+    # The pytest plugin's start-up imports its options only (``_load``).
+    **{
+        ("ghostrun.pytest_plugin", f"ghostrun.{module}"): "the first test using ghostrun"
+        for module in (
+            "_core._config",
+            "_core._exceptions",
+            "_intercept._guard",
+            "_intercept._patch",
+            "_recording._runlog",
+            "_recording._stale",
+            "_recording._trajectory",
+            "_recording._session",
+        )
+    },
 }
 
 
