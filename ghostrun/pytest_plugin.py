@@ -61,6 +61,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import sys
 import textwrap
 import warnings
 from collections.abc import Callable, Generator, Iterator
@@ -87,6 +88,7 @@ _SESSION = pytest.StashKey["Session"]()
 _EXCEPTION = pytest.StashKey[BaseException]()
 _CLOSING = pytest.StashKey[BaseException]()  # what the session said as it closed (`_close`)
 _WORKER_OUTPUT = "ghostrun_runlog"
+_RUN_LOG = "ghostrun._recording._runlog"  # imported: a test used ghostrun, session or not
 _STALE_OUTPUT = "ghostrun_stale"
 _EXPORTED = ("GHOSTRUN_MODE", "GHOSTRUN_BLOCK_NETWORK")
 _INI_OPTIONS = (
@@ -312,8 +314,11 @@ class _Ghostrun:
         self.errors: list[Exception] = []
         self._release_lease: Callable[[], None] | None = None
 
-    def start(self) -> None:
-        """Import ghostrun and apply the run's settings: at the first test that uses it."""
+    def start(self, adopt: bool = False) -> None:
+        """Import ghostrun and apply the run's settings: at the first test that uses it.
+
+        ``adopt``: a test already reported into the process's run log (an assertion made
+        outside any session): this run's log is that one, not a fresh one."""
         if self.started or self.ended:
             return  # ended: a session after this run (pytester's in-process runs) is not ours
         _load()
@@ -334,7 +339,8 @@ class _Ghostrun:
         self._restore_env = {name: os.environ.get(name) for name in _EXPORTED}
         # The plugin writes the run itself (at session finish), so not at exit.
         self._run_log = contextlib.ExitStack()
-        self._run_log.enter_context(_runlog.PROCESS.collecting(autoflush=False))
+        log = _runlog.PROCESS.log if adopt else None
+        self._run_log.enter_context(_runlog.PROCESS.collecting(log, autoflush=False))
         if mode is not None:
             settings.suite_mode = mode
             os.environ["GHOSTRUN_MODE"] = mode.value  # for the subprocesses tests start
@@ -453,6 +459,8 @@ class _Ghostrun:
         if report.when == "teardown" and self.outcomes.get(report.nodeid) not in (None, "passed"):
             return  # a failed test that also failed to clean up stays "failed"
         self.outcomes[report.nodeid] = outcome
+        if not self.started and _RUN_LOG in sys.modules:
+            self.start(adopt=True)  # the test used ghostrun without a session: log the run
         if self.started:
             _runlog.test_outcome(report.nodeid, outcome, _failure(report))
 
@@ -477,7 +485,8 @@ class _Ghostrun:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         for error in self.errors:
             terminalreporter.write_line(f"ghostrun: could not write the run log: {error}")
-        skipped = None if self.worker else _runlog.PROCESS.log.skip_line()
+        started = self.started and not self.worker  # a run that never used ghostrun says nothing
+        skipped = _runlog.PROCESS.log.skip_line() if started else None
         if skipped:  # the run's semantic coverage, said where the run ends
             terminalreporter.write_line(skipped)
         if not self.written or self.worker:

@@ -61,7 +61,7 @@ from .._secrets._credentials import SECRET_SHAPES, could_be_credential, is_crede
 from .._secrets._mask import MASK
 from ._formats import Frame, FrameEvent, LaunchRecord, McpConnectionRecord, McpStdioFile
 from ._keys import canonical_body, match_key
-from ._wscassette import ID_PLACEHOLDER, decode_frame
+from ._wscassette import ID_PLACEHOLDER, decode_frame, parse_items
 
 __all__ = [
     "FORMAT_VERSION",
@@ -358,23 +358,8 @@ def document(key: str, connections: list[Connection]) -> McpStdioFile:
 
 def parse_document(data: Any, path: str) -> list[Connection]:
     """The connections of an MCP cassette; ValueError naming the field if malformed."""
-    if not isinstance(data, dict) or data.get("kind") != KIND:
-        raise ValueError(f'not an MCP stdio cassette (no "kind": "{KIND}")')
-    if data.get("version") != FORMAT_VERSION:
-        raise ValueError(
-            f"format version {data.get('version')!r}, but this ghostrun reads version "
-            f"{FORMAT_VERSION}: upgrade ghostrun, or delete {path} and re-record"
-        )
-    raw = data.get("connections")
-    if not isinstance(raw, list):
-        raise ValueError('"connections" missing')
-    out = []
-    for index, item in enumerate(raw):
-        try:
-            out.append(_connection(item))
-        except ValueError as exc:
-            raise ValueError(f"connections[{index}]: {exc}") from exc
-    return out
+    kind = (KIND, FORMAT_VERSION, "an MCP stdio cassette")
+    return parse_items(data, path, kind, "connections", _connection)
 
 
 def _connection(raw: Any) -> Connection:

@@ -56,7 +56,7 @@ import re
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar
 
 import orjson
 
@@ -382,20 +382,35 @@ def document(key: str, conversations: list[Conversation]) -> WebSocketFile:
 
 def parse_document(data: Any, path: str) -> list[Conversation]:
     """The conversations of a WebSocket cassette; ValueError naming the field if malformed."""
-    if not isinstance(data, dict) or data.get("kind") != KIND:
-        raise ValueError(f'not a WebSocket cassette (no "kind": "{KIND}")')
-    if data.get("version") != FORMAT_VERSION:
+    kind = (KIND, FORMAT_VERSION, "a WebSocket cassette")
+    return parse_items(data, path, kind, "conversations", Conversation.from_json)
+
+
+_T = TypeVar("_T")
+
+
+def parse_items(
+    data: Any, path: str, kind: tuple[str, int, str], field: str, read: Callable[[Any], _T]
+) -> list[_T]:
+    """The items of a conversation file's list ``field`` (WebSocket conversations, MCP
+    connections), each read by ``read``; ValueError naming the kind, version or item.
+
+    ``kind``: the file's ``"kind"``, its format version, and its name in a message."""
+    name, version, what = kind
+    if not isinstance(data, dict) or data.get("kind") != name:
+        raise ValueError(f'not {what} (no "kind": "{name}")')
+    if data.get("version") != version:
         raise ValueError(
             f"format version {data.get('version')!r}, but this ghostrun reads version "
-            f"{FORMAT_VERSION}: upgrade ghostrun, or delete {path} and re-record"
+            f"{version}: upgrade ghostrun, or delete {path} and re-record"
         )
-    raw = data.get("conversations")
+    raw = data.get(field)
     if not isinstance(raw, list):
-        raise ValueError('"conversations" missing')
+        raise ValueError(f'"{field}" missing')
     out = []
     for index, item in enumerate(raw):
         try:
-            out.append(Conversation.from_json(item))
+            out.append(read(item))
         except ValueError as exc:
-            raise ValueError(f"conversations[{index}]: {exc}") from exc
+            raise ValueError(f"{field}[{index}]: {exc}") from exc
     return out

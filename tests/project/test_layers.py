@@ -59,6 +59,7 @@ LAZY_IMPORTS = {
         "a judged failure only"
     ),
     # Wired before the first session, not by ``import ghostrun`` (``_recording._wiring``).
+    ("ghostrun", "ghostrun._intercept._at_exit"): "the first session only",
     ("ghostrun", "ghostrun._intercept._guard"): "the first session only",
     ("ghostrun", "ghostrun._intercept._patch"): "the first session only",
     ("ghostrun", "ghostrun._recording._deck"): "the first session only",
