@@ -326,10 +326,9 @@ async def pydantic_ai_run(provider: ProviderSimulator, server: Server) -> str:
 
 
 async def agents_run(provider: ProviderSimulator, server: Server) -> str:
-    from agents import Agent, OpenAIChatCompletionsModel, Runner, set_tracing_disabled
+    from agents import Agent, OpenAIChatCompletionsModel, RunConfig, Runner
     from agents.mcp import MCPServerStdio
 
-    set_tracing_disabled(True)
     params = {"command": sys.executable, "args": [str(server.script)], "env": server.env}
     async with openai_client(provider) as client:  # closed in this test's event loop
         model = OpenAIChatCompletionsModel(model="gpt-sim", openai_client=client)
@@ -337,7 +336,8 @@ async def agents_run(provider: ProviderSimulator, server: Server) -> str:
             agent = Agent(
                 name="support", instructions="Use the tools.", model=model, mcp_servers=[mcp_server]
             )
-            result = await Runner.run(agent, "Where is order A123?")
+            untraced = RunConfig(tracing_disabled=True)  # this run's, not the process's
+            result = await Runner.run(agent, "Where is order A123?", run_config=untraced)
     return str(result.final_output)
 
 

@@ -475,9 +475,8 @@ def test_the_readme_shows_the_websocket_miss_as_printed(
 def test_agent_run_with_a_tool_over_the_websocket_transport_replays_identically(
     ws_provider: WebSocketSimulator, cassette_dir: Path
 ) -> None:
-    from agents import Agent, OpenAIResponsesWSModel, Runner, function_tool, set_tracing_disabled
+    from agents import Agent, OpenAIResponsesWSModel, RunConfig, Runner, function_tool
 
-    set_tracing_disabled(True)
     calls: list[str] = []
 
     @function_tool
@@ -490,7 +489,8 @@ def test_agent_run_with_a_tool_over_the_websocket_transport_replays_identically(
         client = _realtime_client(ws_provider, openai.AsyncOpenAI)
         model = OpenAIResponsesWSModel("gpt-sim", client)  # its connection is never closed
         agent = Agent(name="support", instructions="Help.", tools=[lookup_order], model=model)
-        result = await Runner.run(agent, "Where is my order A123?")
+        untraced = RunConfig(tracing_disabled=True)  # this run's, not the process's
+        result = await Runner.run(agent, "Where is my order A123?", run_config=untraced)
         return result.final_output, [type(item).__name__ for item in result.new_items]
 
     async def both() -> None:
