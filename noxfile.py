@@ -223,6 +223,7 @@ OLDEST_LEFT_OUT = (
     "litellm",
     "boto3",
     "pydantic-ai-slim",
+    "mcp",
     "xai-sdk",
     "google-ai-generativelanguage",
     "cohere",
@@ -232,7 +233,7 @@ OLDEST_LEFT_OUT = (
     "mkdocstrings",
     "playwright",
 )
-"""Not installable beside the oldest roads (pydantic-ai and xai-sdk need a newer httpx2,
+"""Not installable beside the oldest roads (pydantic-ai, mcp and xai-sdk need a newer httpx2,
 dspy needs litellm), or not a road's test (the docs site, the import peers); boto3 is
 pinned to the oldest botocore instead."""
 OLDEST_SDKS = {
