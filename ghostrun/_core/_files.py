@@ -14,6 +14,15 @@ directory sync. `create_atomic` makes a file that must not exist yet:
 the synced temporary file is hard-linked to the name, which fails if another
 writer made it first, so creators need no lock (`ghostrun._core._lock`).
 
+Where the system can (Linux: ``O_TMPFILE``), the file is first written with no
+name at all, synced, and only then linked to a name: a new file's name
+directly, a replacement's temporary name just before the ``os.replace``. No
+name is made and removed for a new cassette, a killed process leaves no
+temporary file behind, and the ``fsync`` of a file that never had a name does
+not also write its directory (ext4 without a journal syncs the directory of a
+newly named file with it): about a third of a new file's system time and a
+fifth of its wall time on this project's machine.
+
 Temporary files are named ``.<name>.ghostrun-tmp-<pid>-<thread>-<n>``: a
 killed process may leave one behind, and `is_temp` / `temp_owner` let
 ``ghostrun check`` list it and ``ghostrun prune`` remove it once its process
@@ -84,6 +93,13 @@ _NO_LINK_ERRORS = frozenset(
     {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errno.EINVAL}
 )
 _no_links: set[str] = set()  # directories where link() said so: `create_atomic` gives way
+# A file with no name (Linux): its directory's file system may not make one (EOPNOTSUPP),
+# nor a kernel before 3.11 (EISDIR: it reads the flag as O_DIRECTORY), nor where /proc
+# (which names the file for link()) is not mounted. Then files are named from the start.
+_UNNAMED = getattr(os, "O_TMPFILE", 0)
+_NO_UNNAMED_ERRORS = frozenset({errno.EOPNOTSUPP, errno.ENOTSUP, errno.EISDIR, errno.EINVAL})
+_no_unnamed: set[str] = set()  # directories where O_TMPFILE said so
+_PROC_FD = "/proc/self/fd/"
 _PRETTY = orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
 
 
@@ -127,7 +143,7 @@ def write_atomic(
     path = os.fspath(path)
     if root is not None:
         refuse_links(root, path)
-    tmp = _synced_temp(path, data, root, make_root)
+    tmp = _unnamed_temp(path, data, root, make_root) or _synced_temp(path, data, root, make_root)
     try:
         created = not os.path.lexists(path)
         os.replace(tmp, path)
@@ -156,6 +172,16 @@ def create_atomic(path: str | os.PathLike[str], data: bytes) -> bool:
     head = os.path.dirname(path)
     if head in _no_links:
         return False
+    fd = _synced_unnamed(path, data, None, True)
+    if fd is not None:
+        try:
+            linked = _link_unnamed(fd, path)
+        finally:
+            os.close(fd)
+        if linked is not None:
+            if linked:
+                _new_name_in(head)
+            return linked
     tmp = _synced_temp(path, data, None, True)
     try:
         os.link(tmp, path)
@@ -170,6 +196,80 @@ def create_atomic(path: str | os.PathLike[str], data: bytes) -> bool:
         _discard(tmp)  # once linked, the file keeps its new name: no inode is freed
     _new_name_in(head)
     return True
+
+
+def _synced_unnamed(
+    path: str, data: bytes, root: str | os.PathLike[str] | None, make_root: bool
+) -> int | None:
+    """An open file with no name, in the directory of ``path``, holding ``data`` flushed
+    to disk; None where the system makes no such file (the caller names one instead)."""
+    head = os.path.dirname(path)
+    if not _UNNAMED or head in _no_unnamed or head in _no_links:
+        return None
+    try:
+        fd = _create(head or ".", head, root, make_root, _UNNAMED)
+    except OSError as exc:
+        if exc.errno in _NO_UNNAMED_ERRORS:
+            _no_unnamed.add(head)
+            return None
+        raise CassetteError(
+            f"cannot write {path}: {exc.strerror or exc}. "
+            "Make the directory writable or point GHOSTRUN_CASSETTE_DIR elsewhere."
+        ) from exc
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    except BaseException as exc:
+        os.close(fd)  # a file without a name: closing it is all there is to undo
+        if isinstance(exc, OSError):
+            raise _cannot_write(path, exc) from exc
+        raise
+    return fd
+
+
+def _link_unnamed(fd: int, path: str) -> bool | None:
+    """Give the unnamed file ``fd`` the name ``path``: True; False if the name is taken or
+    the directory's file system has no hard links; None if /proc is not there to name it
+    (the caller then writes a named temporary file, from now on).
+
+    ``link()`` names an open file through its /proc entry; an absolute source makes the
+    kernel ignore ``src_dir_fd``, which is only there so that Python calls ``linkat``
+    (following that entry) rather than ``link``.
+    """
+    global _UNNAMED
+    try:
+        os.link(f"{_PROC_FD}{fd}", path, src_dir_fd=fd, follow_symlinks=True)
+    except FileExistsError:
+        return False
+    except OSError as exc:
+        if exc.errno == errno.ENOENT and not os.path.isdir(_PROC_FD):
+            _UNNAMED = 0
+            return None
+        if exc.errno not in _NO_LINK_ERRORS:
+            raise _cannot_write(path, exc) from exc
+        _no_links.add(os.path.dirname(path))
+        return False
+    return True
+
+
+def _unnamed_temp(
+    path: str, data: bytes, root: str | os.PathLike[str] | None, make_root: bool
+) -> str | None:
+    """`_synced_unnamed`'s file, linked to a temporary name beside ``path`` for
+    `write_atomic` to replace ``path`` with; None where it could not be made or named
+    (a file system without links, a name left by an earlier process with this id)."""
+    fd = _synced_unnamed(path, data, root, make_root)
+    if fd is None:
+        return None
+    head, name = os.path.split(path)
+    tmp = os.path.join(head, temp_name(name))
+    try:
+        linked = _link_unnamed(fd, tmp)
+    finally:
+        os.close(fd)
+    return tmp if linked else None
 
 
 def _synced_temp(
@@ -231,9 +331,16 @@ def temp_owner(name: str) -> int | None:
     return int(pid) if pid.isdigit() else None
 
 
-def _create(tmp: str, directory: str, root: str | os.PathLike[str] | None, make: bool) -> int:
-    """Open a new file exclusively; make its directory only when it is missing."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+def _create(
+    tmp: str,
+    directory: str,
+    root: str | os.PathLike[str] | None,
+    make: bool,
+    flags: int = os.O_CREAT | os.O_EXCL,
+) -> int:
+    """Open a new file exclusively (or, ``flags`` O_TMPFILE, one without a name in the
+    directory ``tmp``); make its directory only when it is missing."""
+    flags |= os.O_WRONLY
     try:
         return os.open(tmp, flags, 0o666)
     except (FileNotFoundError, NotADirectoryError):  # ensure_dir says which, or makes it

@@ -258,3 +258,84 @@ def test_a_session_that_records_nothing_syncs_nothing(
         for _ in range(3):
             empty_session(cassette_dir)
     assert synced == []
+
+
+# -- what a recorded test does to its directory ----------------------------------------
+
+
+@contextmanager
+def file_calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, list[str]]]:
+    """The file system calls a recording makes, by kind: files created under a name, files
+    made without one (``O_TMPFILE``), links, renames, removals, ``fsync`` calls."""
+    calls: dict[str, list[str]] = {
+        k: [] for k in ("named", "unnamed", "link", "rename", "remove", "fsync")
+    }
+    unnamed = getattr(os, "O_TMPFILE", 0)
+    real_open, real_link, real_replace, real_unlink, real_fsync = (
+        os.open,
+        os.link,
+        os.replace,
+        os.unlink,
+        os.fsync,
+    )
+
+    def opened(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        if unnamed and flags & unnamed == unnamed:
+            calls["unnamed"].append(os.path.basename(os.fspath(path)))
+        elif flags & os.O_CREAT:
+            calls["named"].append(os.path.basename(os.fspath(path)))
+        return real_open(path, flags, *args, **kwargs)
+
+    def linked(source: Any, target: Any, **kwargs: Any) -> None:
+        calls["link"].append(os.path.basename(os.fspath(target)))
+        real_link(source, target, **kwargs)
+
+    def replaced(source: Any, target: Any) -> None:
+        calls["rename"].append(os.path.basename(os.fspath(target)))
+        real_replace(source, target)
+
+    def removed(path: Any) -> None:
+        calls["remove"].append(os.path.basename(os.fspath(path)))
+        real_unlink(path)
+
+    def synced(fd: int) -> None:
+        calls["fsync"].append("dir" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file")
+        real_fsync(fd)
+
+    with monkeypatch.context() as patch:
+        for name, spy in (
+            ("open", opened),
+            ("link", linked),
+            ("replace", replaced),
+            ("unlink", removed),
+            ("fsync", synced),
+        ):
+            patch.setattr(os, name, spy)
+        yield calls
+
+
+def test_a_recorded_test_names_no_temporary_file_for_its_new_cassette_and_removes_none(
+    provider: ProviderSimulator, cassette_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A test re-run in record mode, as a suite recorded again: one call, a new cassette,
+    its trajectory rewritten. Each file is written with no name, synced, then named: the
+    cassette by its own name (no temporary name made and removed), the trajectory by a
+    temporary name that replaces the old one. Durability is unchanged: each file synced
+    before it is named, the directory once at the close (DESIGN §3)."""
+    url = provider.url("/v1/chat/completions")
+
+    def recorded_test(prompt: str) -> None:
+        body = {"model": "m", "messages": [{"role": "user", "content": prompt}]}
+        with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=LOOPBACK, name="t"):
+            httpx2.post(url, json=body).raise_for_status()
+
+    recorded_test("first run")
+    with file_calls(monkeypatch) as calls:
+        recorded_test("run again")
+    (cassette,) = [p.name for p in cassette_dir.glob("*.json") if "first" not in p.read_text()]
+    (trajectory,) = [p.name for p in (cassette_dir / "trajectories").iterdir()]
+    assert calls["named"] == [] and calls["remove"] == []
+    assert calls["unnamed"] == ["cassettes", "trajectories"]
+    assert calls["link"][0] == cassette and calls["link"][1].startswith(f".{trajectory}")
+    assert calls["rename"] == [trajectory]
+    assert calls["fsync"] == ["file", "file", "dir"]  # each file before its name; the dir once

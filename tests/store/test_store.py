@@ -221,28 +221,36 @@ def test_xdist_record_keeps_each_tests_own_sequence(
 # -- kill -9 while writing ------------------------------------------------------------------
 
 WRITER = """
+import os
 import sys
+from ghostrun._core import _files
 from ghostrun._store._cassette import Cassette
 
-directory = sys.argv[1]
+directory, named = sys.argv[1], sys.argv[2] == "named"
+if named:  # as where the system makes no unnamed file: each is written under a temp name
+    _files._UNNAMED = 0  # and each turn replaces a file; else each turn makes a new one
 keys = [f"{n:032x}" for n in range(3)]
 big = {"text": "x" * 1_500_000}
 request = {"method": "POST", "url": "http://127.0.0.1/v1/chat", "body": {"json": {}}}
 print("writing", flush=True)
 for turn in range(10_000):
-    key = keys[turn % 3]
-    Cassette(f"{directory}/{key}.json", key, request, [{"status": 200, "body": big}]).save()
+    key = keys[turn % 3] if named else f"{os.getpid():016x}{turn:016x}"
+    cassette = Cassette(f"{directory}/{key}.json", key, request, [{"status": 200, "body": big}])
+    print("saving", flush=True)
+    cassette.save() if named else cassette.create()
+    print("saved", flush=True)
 """
 
 
-def test_kill_9_mid_write_leaves_no_half_file_and_no_unlisted_temp_file(tmp_path: Path) -> None:
-    directory = tmp_path / "cassettes"
+def kill_writers(tmp_path: Path, directory: Path, how: str) -> int:
+    """Kill 20 writers at random moments; how many were killed inside a save."""
     script = tmp_path / "writer.py"
     script.write_text(WRITER)
     rng = random.Random(16)
+    inside = 0
     for _ in range(20):
         child = subprocess.Popen(
-            [sys.executable, str(script), str(directory)],
+            [sys.executable, str(script), str(directory), how],
             env=child_env(),
             stdout=subprocess.PIPE,
             text=True,
@@ -251,8 +259,29 @@ def test_kill_9_mid_write_leaves_no_half_file_and_no_unlisted_temp_file(tmp_path
         time.sleep(rng.uniform(0.0, 0.15))
         child.send_signal(signal.SIGKILL)
         child.wait(timeout=30)
+        said = child.stdout.read().split()
+        inside += bool(said) and said[-1] == "saving"
         child.stdout.close()
+    return inside
 
+
+def test_kill_9_mid_write_of_a_new_unnamed_file_leaves_no_half_file_and_no_temp_file(
+    tmp_path: Path,
+) -> None:
+    """Where the system makes unnamed files (Linux), a new file has no name until it is
+    whole, then gets its own: a writer killed while making one leaves nothing to prune."""
+    directory = tmp_path / "cassettes"
+    assert kill_writers(tmp_path, directory, "unnamed"), "no kill landed mid-write"
+    cassettes = sorted(directory.glob("*.json"))
+    assert cassettes  # at least one write completed
+    for path in cassettes:
+        assert _validate.load(path, "cassette") is not None  # whole, valid, never half
+    assert sorted(directory.iterdir()) == sorted([*cassettes, directory / ".gitignore"])
+
+
+def test_kill_9_mid_write_leaves_no_half_file_and_no_unlisted_temp_file(tmp_path: Path) -> None:
+    directory = tmp_path / "cassettes"
+    kill_writers(tmp_path, directory, "named")
     cassettes = sorted(directory.glob("*.json"))
     assert cassettes  # at least one write completed
     for path in cassettes:
@@ -340,7 +369,9 @@ def test_a_new_file_is_synced_then_linked_and_never_replaces_one(
     events: list[str] = []
     real_fsync, real_link = os.fsync, os.link
     monkeypatch.setattr(os, "fsync", lambda fd: events.append("fsync") or real_fsync(fd))
-    monkeypatch.setattr(os, "link", lambda a, b: events.append("link") or real_link(a, b))
+    monkeypatch.setattr(
+        os, "link", lambda a, b, **kw: events.append("link") or real_link(a, b, **kw)
+    )
     (tmp_path / "d").mkdir()
     target = tmp_path / "d" / "new.json"
     assert create_atomic(target, b"{}") is True
@@ -350,12 +381,39 @@ def test_a_new_file_is_synced_then_linked_and_never_replaces_one(
     assert [p.name for p in (tmp_path / "d").iterdir()] == ["new.json"]  # no temporary file
 
 
+def test_where_no_unnamed_file_can_be_made_files_are_named_from_the_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file system without ``O_TMPFILE`` (EOPNOTSUPP) is asked once per directory; then
+    each file is written under a temporary name, synced, and linked or renamed as before."""
+    import ghostrun._core._files as files
+
+    refused: list[str] = []
+    real_open = os.open
+
+    def no_unnamed(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        if files._UNNAMED and flags & files._UNNAMED == files._UNNAMED:
+            refused.append(os.fspath(path))
+            raise OSError(errno.EOPNOTSUPP, "Operation not supported")
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", no_unnamed)
+    monkeypatch.setattr(files, "_no_unnamed", set())
+    (tmp_path / "d").mkdir()
+    assert files.create_atomic(tmp_path / "d" / "new.json", b"{}") is True
+    files.write_atomic(tmp_path / "d" / "new.json", b"[]")
+    files.write_atomic(tmp_path / "d" / "other.json", b"{}")
+    assert refused == ([str(tmp_path / "d")] if files._UNNAMED else [])
+    assert (tmp_path / "d" / "new.json").read_bytes() == b"[]"
+    assert sorted(p.name for p in (tmp_path / "d").iterdir()) == ["new.json", "other.json"]
+
+
 def test_a_link_that_fails_for_a_reason_other_than_the_name_is_a_cassette_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from ghostrun._core._files import create_atomic
 
-    def full(a: str, b: str) -> None:
+    def full(a: str, b: str, **kw: Any) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(os, "link", full)
@@ -390,10 +448,10 @@ def test_a_cassette_another_writer_creates_meanwhile_is_added_to_under_the_lock(
     opened: list[str] = []
     real_open = os.open
 
-    def other_writer_first(source: str, target: str) -> None:
+    def other_writer_first(source: str, target: str, **kw: Any) -> None:
         if os.fspath(target) == str(mine) and not mine.exists():
             mine.write_bytes(theirs.read_bytes())
-        real_link(source, target)
+        real_link(source, target, **kw)
 
     def watch(name: Any, *args: Any, **kwargs: Any) -> int:
         opened.append(os.path.basename(os.fspath(name)))
@@ -419,18 +477,21 @@ def test_without_hard_links_a_new_cassette_is_written_under_the_lock(
 
     links: list[str] = []
 
-    def no_links(source: str, target: str) -> None:
+    def no_links(source: str, target: str, **kw: Any) -> None:
         links.append(os.fspath(target))
         raise OSError(errno.EPERM, "Operation not permitted")
 
     monkeypatch.setattr(os, "link", no_links)
     monkeypatch.setattr(files, "_no_links", set())
+    cassette_dir.mkdir()
     url = provider.url("/v1/chat/completions")
     with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=LOOPBACK) as session:
         first = httpx.post(url, json=BODY).json()["id"]
         second = httpx.post(url, json={**BODY, "model": "other"}).json()["id"]
     assert session.recorded == 2
-    assert len(links) == 1  # the directory is remembered: the second write goes to the lock
+    asked = [os.path.dirname(target) for target in links]
+    assert asked[0] == str(cassette_dir)  # the first cassette's link, refused
+    assert len(asked) == len(set(asked))  # each directory is remembered: then no link is tried
     stored = sorted(i for p in cassette_dir.glob("*.json") for i in stored_ids(p))
     assert stored == sorted([first, second])
     assert not [p for p in cassette_dir.iterdir() if "ghostrun-tmp" in p.name]
