@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import functools
 import itertools
 import json
 import re
@@ -25,13 +26,14 @@ from ._mask import MASK, Edit, Patterns, edited, spans
 
 __all__ = ["mask_chunks", "mask_events"]
 
-# A JSON string, or a list of naturals (unrolled: one step per run of plain characters).
-_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|\[[0-9\s,]*\]', re.DOTALL)
-_AFTER_TOKEN = re.compile(r"\s*:")
+# A JSON string, or a list of naturals (unrolled: one step per run of plain characters);
+# with the colon after it when it is an object's key (group 1), which is no value.
+_TOKEN = re.compile(r'(?:"[^"\\]*(?:\\.[^"\\]*)*"|\[[0-9\s,]*\])(\s*:)?', re.DOTALL)
 _SCALARS = frozenset({int, float, bool, type(None)})
 _LINE = re.compile(r"([^\r\n]*)(?:\r\n|\r|\n|$)")
 _SSE_DATA = re.compile(r"[\r\n]data:")
 _SSE_FIELDS = ("event:", "id:", "retry:", ":")  # lines of an SSE event beside its data
+Segments = list[tuple[int, int]]  # (offset in a document, offset in the stream) of each line
 
 
 def mask_chunks(chunks: list[AnyStr], compiled: Patterns) -> tuple[list[AnyStr], list[int]]:
@@ -146,16 +148,18 @@ def _across_events(joined: str, compiled: Patterns) -> list[Edit]:
     groups: dict[tuple[Any, ...], list[int]] = {}
     for payload, segments in _documents(joined):
         fields = _string_fields(payload) if not isinstance(payload, _Text) else _text_field(payload)
-        for path, (start, end), value, kind in fields:
-            # A string never spans two lines; a pretty list of bytes may: its edit then
-            # takes the data lines between into one.
-            at, to = _in_joined(segments, start), _in_joined(segments, end - 1) + 1
+        for path, span, value, kind in fields:
             for group in _joins(path):
                 groups.setdefault(group, []).append(len(pieces))
-            pieces.append(_Piece(at, to, payload[start:end], value, kind))
+            pieces.append(_Piece(value, kind, payload, segments, span))
     masked: dict[int, list[tuple[int, int, bool]]] = {}
+    searched: set[tuple[int, ...]] = set()  # two joins may group the same pieces: one search
     for ids in groups.values():
         if len(ids) > 1 or pieces[ids[0]].kind == "bytes":
+            same = tuple(ids)
+            if same in searched:
+                continue
+            searched.add(same)
             for index, cut in _group_masks([pieces[i] for i in ids], compiled):
                 masked.setdefault(ids[index], []).append(cut)
     edits = [_piece_edit(pieces[i], cuts) for i, cuts in masked.items()]
@@ -163,26 +167,36 @@ def _across_events(joined: str, compiled: Patterns) -> list[Edit]:
 
 
 class _Piece(NamedTuple):
-    """One field's value in a stream: its token's span, and the text it holds."""
+    """One field's value in a stream, and where its token is: found (`placed`) only for the
+    few pieces a mask edits."""
 
-    start: int
-    end: int
-    token: str  # as the document spells it
     value: str
     kind: str  # "json" (a string), "bytes" (a logprob's list of them, read as UTF-8), "text"
+    payload: str  # the document it is in
+    segments: Segments  # where the document's lines are in the stream
+    span: tuple[int, int]  # its token's, in the document
+
+    def placed(self) -> tuple[int, int, str]:
+        """Its token's span in the stream, and the token as the document spells it.
+
+        A string never spans two lines; a pretty list of bytes may: its edit then
+        takes the data lines between into one.
+        """
+        start, end = self.span
+        segments = self.segments
+        at, to = _in_joined(segments, start), _in_joined(segments, end - 1) + 1
+        return at, to, self.payload[start:end]
 
 
-def _joins(path: tuple[Any, ...]) -> set[tuple[Any, ...]]:
+@functools.lru_cache(maxsize=1024)  # a stream's events repeat a few paths
+def _joins(path: tuple[Any, ...]) -> tuple[tuple[Any, ...], ...]:
     """The groups a field at ``path`` joins (see `_across_events`)."""
     positions = [i for i, step in enumerate(path) if type(step) is int]
     if not positions:
-        return {path}
+        return (path,)
     anywhere = tuple(step for step in path if type(step) is not int)
     inner = tuple(s for i, s in enumerate(path) if type(s) is not int or i == positions[-1])
-    return {path, ("*", *anywhere), ("*", *inner)}
-
-
-Segments = list[tuple[int, int]]  # (offset in a document, offset in the stream) of each line
+    return tuple({path: None, ("*", *anywhere): None, ("*", *inner): None})
 
 
 def _in_joined(segments: Segments, offset: int) -> int:
@@ -267,7 +281,7 @@ def _string_fields(payload: str) -> list[tuple[tuple[Any, ...], tuple[int, int],
     A path carries the ``index`` fields of the objects on the way (``choices[].index``,
     Anthropic's block ``index``), so parallel choices or blocks are never joined.
     """
-    tokens = [m for m in _TOKEN.finditer(payload) if not _AFTER_TOKEN.match(payload, m.end())]
+    tokens = [m.span() for m in _TOKEN.finditer(payload) if m.lastindex is None]
     leaves: list[tuple[tuple[Any, ...], str | None, bool]] = []
     with contextlib.suppress(orjson.JSONDecodeError):  # not JSON, or orjson refuses it
         _leaves(orjson.loads(payload), (), leaves, top=True)
@@ -282,8 +296,8 @@ def _string_fields(payload: str) -> list[tuple[tuple[Any, ...], tuple[int, int],
         if len(tokens) != len(leaves):
             return []
     return [
-        (path, m.span(), text, "bytes" if is_bytes else "json")
-        for (path, text, is_bytes), m in zip(leaves, tokens, strict=True)
+        (path, span, text, "bytes" if is_bytes else "json")
+        for (path, text, is_bytes), span in zip(leaves, tokens, strict=True)
         if text is not None
     ]
 
@@ -299,11 +313,17 @@ def _leaves(
     *,
     top: bool = False,
 ) -> None:
+    # A string is taken where it is met and a number skipped, not called for: a stream's
+    # redaction reads every field of every event.
     if isinstance(value, dict | _Members):
         members = value.items() if isinstance(value, dict) else value
-        marks = tuple((k, v) for k, v in members if k.endswith("index") and type(v) is int)
+        marks = [(k, v) for k, v in members if k.endswith("index") and type(v) is int]
+        base = (*path, *marks)
         for key, item in members:
-            _leaves(item, (*path, *marks, key), out)
+            if isinstance(item, str):
+                out.append(((*base, key), item, False))
+            elif isinstance(item, dict | list):
+                _leaves(item, (*base, key), out)
     elif isinstance(value, list):
         kinds = set(map(type, value))  # at C speed: an embedding has thousands of numbers
         if kinds <= _SCALARS:
@@ -314,7 +334,10 @@ def _leaves(
                 out.append((path, text, True))
             return
         for index, item in enumerate(value):  # a top array's elements are its events
-            _leaves(item, path if top else (*path, index), out)
+            if isinstance(item, str):
+                out.append((path if top else (*path, index), item, False))
+            elif isinstance(item, dict | list):
+                _leaves(item, path if top else (*path, index), out)
     elif isinstance(value, str):
         out.append((path, value, False))
 
@@ -356,18 +379,18 @@ def _piece_edit(piece: _Piece, cuts: list[tuple[int, int, bool]]) -> Edit | None
             new.append(MASK)
         position = end
     new.append(value[position:])
-    token = piece.token
+    start, end, token = piece.placed()
     if piece.kind == "text":
-        return piece.start, piece.end, "".join(new)
+        return start, end, "".join(new)
     read = json.loads(token)
     if piece.kind == "bytes":
         if read != list(value.encode("utf-8", "surrogateescape")):
             return None
         data = list("".join(new).encode("utf-8", "surrogateescape"))
-        return piece.start, piece.end, json.dumps(data)
+        return start, end, json.dumps(data)
     if read != value:
         return None
-    return piece.start, piece.end, _encoded("".join(new), ascii_only=token.isascii())
+    return start, end, _encoded("".join(new), ascii_only=token.isascii())
 
 
 def _within_one(span: tuple[int, int], pieces: list[_Piece]) -> bool:
