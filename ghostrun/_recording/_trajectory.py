@@ -249,15 +249,17 @@ def _write(deck: Deck, test: str, steps: list[Step | ToolUse]) -> None:
     index, edits = deck.session_index, deck.hook_edits
     kept = [s for s in earlier["steps"] if s["session"] < index] if earlier else []
     mine: list[AnyStep] = []
+    last: list[Any] | None = None  # the last model step's documents: the answer's
     for step in steps:  # a tools/call over MCP's HTTP is a tool step, not a model call
         use = mcp_http_call(step) if isinstance(step, Step) else step
         if use is not None:
             mine.append(tool_record(use, index, edits))
         elif isinstance(step, Step):
-            mine.append(step_record(step, index, edits))
-    answer = answer_record([s for s in steps if isinstance(s, Step)], index, edits)
-    if answer is not None:
-        mine.append(answer)
+            documents = None if step.tool else step.documents()  # a stream's: read once
+            mine.append(step_record(step, index, edits, documents))
+            last = last if documents is None else documents
+    if last is not None:
+        mine.append(_answer(last, index, edits))
     write_trajectory(deck.cassette_dir, Trajectory(version=1, test=test, steps=kept + mine))
 
 
@@ -268,7 +270,12 @@ def answer_record(
     models = [step for step in steps if not step.tool and mcp_http_call(step) is None]
     if not models:
         return None
-    text = first_words(answer_text(models[-1].documents()))
+    return _answer(models[-1].documents(), session, edits)
+
+
+def _answer(documents: list[Any], session: int, edits: dict[str, str] | None) -> AnswerStep:
+    """The answer step of a session whose last model step carried ``documents``."""
+    text = first_words(answer_text(documents))
     return AnswerStep(kind="answer", session=session, text=scrub_text(text, edits=edits))
 
 
@@ -289,12 +296,19 @@ def tool_record(use: ToolUse, session: int, edits: dict[str, str] | None = None)
 
 
 def step_record(
-    step: Step, session: int, edits: dict[str, str] | None = None
+    step: Step,
+    session: int,
+    edits: dict[str, str] | None = None,
+    documents: list[Any] | None = None,
 ) -> StepRecord | ToolStep:
-    """A step as its trajectory file stores it, with every credential masked (DESIGN §4)."""
+    """A step as its trajectory file stores it, with every credential masked (DESIGN §4).
+
+    ``documents``: the step's `Step.documents`, when the caller read them already.
+    """
     if step.tool:
         return _tool_record(step, session, edits)
-    documents = step.documents()
+    if documents is None:
+        documents = step.documents()
     request = step.request_json()
     record = StepRecord(
         session=session,

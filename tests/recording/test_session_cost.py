@@ -339,3 +339,20 @@ def test_a_recorded_test_names_no_temporary_file_for_its_new_cassette_and_remove
     assert calls["link"][0] == cassette and calls["link"][1].startswith(f".{trajectory}")
     assert calls["rename"] == [trajectory]
     assert calls["fsync"] == ["file", "file", "dir"]  # each file before its name; the dir once
+
+
+def test_a_recorded_steps_response_is_read_once_for_its_trajectory(
+    provider: ProviderSimulator, cassette_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The trajectory's model step (tool calls, tokens) and the session's answer come from
+    the same response: a stream's events are parsed once for both, not once each."""
+    from ghostrun._recording import _steps
+
+    url = provider.url("/v1/chat/completions")
+    body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "a b c"}]}
+    with counting(monkeypatch, _steps, "response_documents") as parsed:
+        with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=LOOPBACK, name="t"):
+            with httpx2.stream("POST", url, json=body) as response:
+                events = list(response.iter_lines())
+    assert any("data:" in line for line in events)
+    assert len(parsed) == 1
