@@ -28,6 +28,7 @@ __all__ = [
     "LIMITS",
     "Limit",
     "header_problem",
+    "headers_replayable",
     "json_depth",
     "limit_message",
 ]
@@ -109,6 +110,33 @@ def header_problem(name: str, value: str) -> str | None:
     if _BAD_VALUE.search(value):
         return "a header value is visible ASCII, spaces and tabs (no line break, no control)"
     return _url_problem(value) if name.lower() in _URL_HEADERS else None
+
+
+def headers_replayable(headers: Mapping[str, str]) -> bool:
+    """True if no header of ``headers`` (one string value each) has a `header_problem`.
+
+    The replay path's form of it: the names are checked once each per process (they
+    are the same few in every cassette), the values all at once; False whenever it
+    cannot tell (a redirect's URL), so the caller asks `header_problem` one by one.
+    """
+    limit = LIMITS["header_name"].value
+    if not all(_plain_name(name, limit) for name in headers):
+        return False
+    values = headers.values()
+    if max(map(len, values), default=0) > LIMITS["header_value"].value:
+        return False
+    return _BAD_VALUE.search(" ".join(values)) is None  # a space joins them: an allowed one
+
+
+@functools.lru_cache(maxsize=1024)
+def _plain_name(name: str, limit: int) -> bool:
+    """A header name `header_problem` lets through whatever its value (not a URL's)."""
+    return (
+        len(name) <= limit
+        and _TOKEN.fullmatch(name) is not None
+        and _forbidden(name) is None
+        and name.lower() not in _URL_HEADERS
+    )
 
 
 def _url_problem(value: str) -> str | None:
