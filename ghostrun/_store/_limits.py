@@ -115,12 +115,12 @@ def header_problem(name: str, value: str) -> str | None:
 def headers_replayable(headers: Mapping[str, str]) -> bool:
     """True if no header of ``headers`` (one string value each) has a `header_problem`.
 
-    The replay path's form of it: the names are checked once each per process (they
-    are the same few in every cassette), the values all at once; False whenever it
-    cannot tell (a redirect's URL), so the caller asks `header_problem` one by one.
+    The replay path's form of it: the names are checked once per process for each
+    list of them (a provider sends the same list every time), the values all at once;
+    False whenever it cannot tell (a redirect's URL), so the caller asks
+    `header_problem` one by one.
     """
-    limit = LIMITS["header_name"].value
-    if not all(_plain_name(name, limit) for name in headers):
+    if not _plain_names(tuple(headers), LIMITS["header_name"].value):
         return False
     values = headers.values()
     if max(map(len, values), default=0) > LIMITS["header_value"].value:
@@ -128,14 +128,15 @@ def headers_replayable(headers: Mapping[str, str]) -> bool:
     return _BAD_VALUE.search(" ".join(values)) is None  # a space joins them: an allowed one
 
 
-@functools.lru_cache(maxsize=1024)
-def _plain_name(name: str, limit: int) -> bool:
-    """A header name `header_problem` lets through whatever its value (not a URL's)."""
-    return (
+@functools.lru_cache(maxsize=256)
+def _plain_names(names: tuple[str, ...], limit: int) -> bool:
+    """Header names `header_problem` lets through whatever their values (no URL's)."""
+    return all(
         len(name) <= limit
         and _TOKEN.fullmatch(name) is not None
         and _forbidden(name) is None
         and name.lower() not in _URL_HEADERS
+        for name in names
     )
 
 

@@ -311,7 +311,7 @@ def _plain_day(day: Any) -> bool:
 
 
 def _plain_headers(headers: Any) -> bool:
-    return type(headers) is dict and all(type(value) is str for value in headers.values())
+    return type(headers) is dict and set(map(type, headers.values())) <= _STR
 
 
 def _plain_response_headers(headers: Any) -> bool:
