@@ -11,7 +11,10 @@ it costs memory or a stack overflow. ``docs/security-cassettes.md`` shows
 these tables, and a test holds the page to them.
 
 Each check is a pure function used by the validator's fast path and its
-slow path alike (`header_problem`, `over`), so the two cannot drift.
+slow path alike (`header_problem`, `over`), so the two cannot drift;
+`headers_replayable` asks `header_problem`'s question of a whole response at
+once, and where it cannot tell says so (tests/store/test_replay_checks.py holds
+the two together).
 """
 
 from __future__ import annotations

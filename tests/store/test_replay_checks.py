@@ -18,11 +18,14 @@ from typing import Any
 
 import openai
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from simulator import ProviderSimulator
 
 import ghostrun
 from ghostrun._recording import _trajectory
 from ghostrun._store import _validate
+from ghostrun._store._limits import header_problem, headers_replayable
 
 LOOPBACK = ("127.0.0.1",)
 MODEL = "gpt-sim"
@@ -173,3 +176,69 @@ def test_closing_a_replayed_test_checks_its_trajectory_without_the_field_walk(
         ghostrun.session(mode="replay", cassette_dir=cassette_dir, hosts=LOOPBACK, name="t"),
     ):
         calls()
+
+
+_NAMES = st.sampled_from(
+    ["content-type", "x-request-id", "Server", "location", "set-cookie", "proxy-auth", "a b", ""]
+) | st.text(alphabet="abcxyz-_:\u00e9 ", min_size=1, max_size=8)
+_VALUES = st.sampled_from(
+    ["application/json", "", "https://x.test/a", "javascript:alert(1)", "a\tb", "x" * 17000]
+) | st.text(alphabet="ab \t\r\n\x00\x7f\u00e9/:", max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(_NAMES, _VALUES, max_size=6))
+def test_headers_checked_at_once_never_let_through_one_header_problem_refuses(
+    headers: dict[str, str],
+) -> None:
+    one_by_one = all(header_problem(name, value) is None for name, value in headers.items())
+    if headers_replayable(headers):
+        assert one_by_one
+    elif not {name.lower() for name in headers} & {"location", "content-location"}:
+        assert not one_by_one  # only a redirect's URL is left to the one-by-one check
+
+
+_ANY = st.sampled_from([None, True, -1, 0, 2, "s", "model", "answer", "tool", [], {}, 1.5])
+_MODEL_STEP = {"session": 0, "method": "POST", "endpoint": "e", "key": "k", "prompt": "p"}
+_MODEL_STEP |= {"response": 0, "model": None, "tool_calls": [{"name": "f"}], "tokens": None}
+_ANSWER_STEP = {"kind": "answer", "session": 0, "text": "done"}
+_FIELDS = [*_MODEL_STEP, "kind", "text", "changed", "rebased_from", "in", "out", "name"]
+
+
+@st.composite
+def _steps(draw: st.DrawFn) -> dict[str, Any]:
+    """A valid step, or one with a field (or a field of its tokens or call) changed or gone."""
+    step = json.loads(json.dumps(draw(st.sampled_from([_MODEL_STEP, _ANSWER_STEP]))))
+    if step.get("kind") != "answer" and draw(st.booleans()):
+        step["tokens"] = {"in": 1, "out": 2}
+    for _ in range(draw(st.integers(0, 2))):
+        field = draw(st.sampled_from(_FIELDS))
+        holder = step
+        if field in ("in", "out"):
+            holder = step["tokens"] if isinstance(step.get("tokens"), dict) else step
+        elif field == "name" and isinstance(step.get("tool_calls"), list) and step["tool_calls"]:
+            holder = step["tool_calls"][0]
+        if draw(st.booleans()):
+            holder.pop(field, None)
+        else:
+            holder[field] = draw(_ANY)
+    return step
+
+
+@settings(max_examples=1500, deadline=None)
+@given(
+    st.fixed_dictionaries(
+        {"version": st.sampled_from([1, 1, 2, True]), "test": st.sampled_from(["t", None])},
+        optional={"steps": st.lists(_steps(), max_size=3)},
+    )
+)
+def test_the_plain_trajectory_check_accepts_only_what_the_full_one_accepts(
+    document: dict[str, Any],
+) -> None:
+    if _validate._plain_trajectory(document):
+        _validate._trajectory(document, "t")  # raises if it would refuse it
+
+
+def test_the_plain_trajectory_check_takes_the_trajectory_replay_reads() -> None:
+    steps = [_MODEL_STEP, {**_MODEL_STEP, "tokens": {"in": 3, "out": 4}}, _ANSWER_STEP]
+    assert _validate._plain_trajectory({"version": 1, "test": "t", "steps": steps})
