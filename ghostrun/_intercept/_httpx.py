@@ -293,7 +293,11 @@ class Flavor:
 
 
 class ReplayStream:
-    """Hands back the recorded chunks one by one, then the recorded break, if any."""
+    """Hands back the recorded chunks one by one, then the recorded break, if any.
+
+    A stream that did not break is handed over as the list's own iterator: the client
+    gets the same chunks, with no Python frame resumed per chunk.
+    """
 
     __slots__ = ("chunks", "error", "flavor")
 
@@ -301,9 +305,11 @@ class ReplayStream:
         self.flavor, self.chunks, self.error = flavor, chunks, error
 
     def __iter__(self) -> Iterator[bytes]:
+        return self._broken() if self.error else iter(self.chunks)
+
+    def _broken(self) -> Iterator[bytes]:
         yield from self.chunks
-        if self.error:
-            raise self.flavor.stream_error(self.error)
+        raise self.flavor.stream_error(self.error)  # type: ignore[arg-type]  # set: a break
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         for chunk in self.chunks:

@@ -11,7 +11,10 @@ it costs memory or a stack overflow. ``docs/security-cassettes.md`` shows
 these tables, and a test holds the page to them.
 
 Each check is a pure function used by the validator's fast path and its
-slow path alike (`header_problem`, `over`), so the two cannot drift.
+slow path alike (`header_problem`, `over`), so the two cannot drift;
+`headers_replayable` asks `header_problem`'s question of a whole response at
+once, and where it cannot tell says so (tests/store/test_replay_checks.py holds
+the two together).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ __all__ = [
     "LIMITS",
     "Limit",
     "header_problem",
+    "headers_replayable",
     "json_depth",
     "limit_message",
 ]
@@ -109,6 +113,34 @@ def header_problem(name: str, value: str) -> str | None:
     if _BAD_VALUE.search(value):
         return "a header value is visible ASCII, spaces and tabs (no line break, no control)"
     return _url_problem(value) if name.lower() in _URL_HEADERS else None
+
+
+def headers_replayable(headers: Mapping[str, str]) -> bool:
+    """True if no header of ``headers`` (one string value each) has a `header_problem`.
+
+    The replay path's form of it: the names are checked once per process for each
+    list of them (a provider sends the same list every time), the values all at once;
+    False whenever it cannot tell (a redirect's URL), so the caller asks
+    `header_problem` one by one.
+    """
+    if not _plain_names(tuple(headers), LIMITS["header_name"].value):
+        return False
+    values = headers.values()
+    if max(map(len, values), default=0) > LIMITS["header_value"].value:
+        return False
+    return _BAD_VALUE.search(" ".join(values)) is None  # a space joins them: an allowed one
+
+
+@functools.lru_cache(maxsize=256)
+def _plain_names(names: tuple[str, ...], limit: int) -> bool:
+    """Header names `header_problem` lets through whatever their values (no URL's)."""
+    return all(
+        len(name) <= limit
+        and _TOKEN.fullmatch(name) is not None
+        and _forbidden(name) is None
+        and name.lower() not in _URL_HEADERS
+        for name in names
+    )
 
 
 def _url_problem(value: str) -> str | None:

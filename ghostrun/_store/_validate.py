@@ -52,7 +52,7 @@ from ._formats import (
     VerdictFile,
     WebSocketFile,
 )
-from ._limits import LIMITS, header_problem, json_depth, limit_message
+from ._limits import LIMITS, header_problem, headers_replayable, json_depth, limit_message
 from ._mcpcassette import parse_document as parse_mcp_document
 from ._wscassette import parse_document
 
@@ -192,13 +192,18 @@ def check(
     ``document`` is any parsed JSON (a true boundary); what it returns is typed (`Document`).
     """
     stem = _stem(path)
+    plain = kind == "cassette" and _plain_cassette(document, stem)
+    if plain and (not may_be_deep or _plain_depth_within(document)):
+        return cast(CassetteFile, document)  # checked just now
     if may_be_deep:
         depth = json_depth(document, LIMITS["json_depth"].value)
         if depth > LIMITS["json_depth"].value:
             message = limit_message("json_depth", f"at least {depth}")
             raise CassetteError(f"{kind} {path}: {message}. {_FIX[kind]}")
-    if kind == "cassette" and _plain_cassette(document, stem):
-        return cast(CassetteFile, document)  # checked just now
+    if plain:
+        return cast(CassetteFile, document)
+    if kind == "trajectory" and _plain_trajectory(document):
+        return cast(TrajectoryFile, document)  # checked just now
     try:
         _CHECKS[kind](document, stem)
     except _Version as exc:
@@ -249,6 +254,42 @@ def _plain_cassette(document: Any, stem: str) -> bool:
     return all(_plain_response(response) for response in responses)
 
 
+_STR = frozenset({str})
+_PLAIN_KEYS = frozenset({"version", "key", "request", "responses"})
+_PLAIN_REQUEST_KEYS = frozenset({"method", "url", "headers", "body"})
+_PLAIN_RESPONSE_KEYS = frozenset({"status", "headers", "body", "session", "recorded_on"})
+_PLAIN_LEVELS = 5  # the file, responses, a response, its body, a stream's list of chunks
+
+
+def _plain_depth_within(document: dict[str, Any]) -> bool:
+    """Whether a cassette `_plain_cassette` accepted nests no deeper than the limit.
+
+    Its own levels are fixed (`_PLAIN_LEVELS` at most), so only its JSON bodies are
+    walked, never a stream's chunks: a stream's events hold brackets inside their
+    strings, which send nearly every streamed cassette to the walk. False (walk the
+    whole file, as `json_depth` names the depth) for a key of another field, whose
+    value no plain check looked at.
+    """
+    limit = LIMITS["json_depth"].value
+    if limit < _PLAIN_LEVELS or not document.keys() <= _PLAIN_KEYS:
+        return False
+    request = document["request"]
+    if not request.keys() <= _PLAIN_REQUEST_KEYS or not _body_within(request, 3, limit):
+        return False
+    return all(
+        response.keys() <= _PLAIN_RESPONSE_KEYS and _body_within(response, 4, limit)
+        for response in document["responses"]
+    )
+
+
+def _body_within(holder: dict[str, Any], above: int, limit: int) -> bool:
+    """A plain body's JSON value, ``above`` levels down the file, ends within the limit."""
+    body = holder.get("body")
+    if type(body) is not dict or "json" not in body:
+        return True  # text, or a stream's list of strings: fixed levels
+    return above + json_depth(body["json"], limit) <= limit
+
+
 def _plain_response(response: Any) -> bool:
     if type(response) is not dict or "stream_error" in response or "reason" in response:
         return False  # a break, or a phrase of the provider's own: `_response` checks them
@@ -270,7 +311,7 @@ def _plain_day(day: Any) -> bool:
 
 
 def _plain_headers(headers: Any) -> bool:
-    return type(headers) is dict and all(type(value) is str for value in headers.values())
+    return type(headers) is dict and set(map(type, headers.values())) <= _STR
 
 
 def _plain_response_headers(headers: Any) -> bool:
@@ -278,7 +319,10 @@ def _plain_response_headers(headers: Any) -> bool:
     return (
         _plain_headers(headers)
         and len(headers) <= LIMITS["headers"].value  # all strings here: one value per name
-        and all(header_problem(name, value) is None for name, value in headers.items())
+        and (
+            headers_replayable(headers)
+            or all(header_problem(name, value) is None for name, value in headers.items())
+        )
     )
 
 
@@ -300,8 +344,55 @@ def _plain_body(holder: dict[str, Any], name: str) -> bool:
         kind in _PLAIN_STREAMS
         and type(value) is list
         and len(value) <= LIMITS["chunks"].value
-        and all(type(c) is str for c in value)
+        and set(map(type, value)) <= _STR  # each chunk a string, at C speed
     )
+
+
+def _plain_trajectory(document: Any) -> bool:
+    """True only for a valid trajectory of model and answer steps; else `_trajectory` checks it.
+
+    As strict as `_trajectory` on what it accepts: a replayed test reads its trajectory
+    when it closes (its unplayed steps), and the full check builds each field's path
+    as it goes, a few dozen calls a step.
+    """
+    if type(document) is not dict or type(document.get("test")) is not str:
+        return False
+    version, steps = document.get("version"), document.get("steps")
+    if type(version) is not int or version not in READABLE_VERSIONS["trajectory"]:
+        return False
+    return type(steps) is list and all(map(_plain_step, steps))
+
+
+def _plain_step(step: Any) -> bool:
+    if type(step) is not dict or not _plain_count(step.get("session")):
+        return False
+    kind = step.get("kind", "model")
+    if kind == "answer":
+        return type(step.get("text")) is str
+    if kind != "model" or "changed" in step or "rebased_from" in step:
+        return False  # a tool step, a rebased one: the full check
+    model, tokens, calls = step.get("model"), step.get("tokens", 0), step.get("tool_calls")
+    return (
+        type(step.get("method")) is str
+        and type(step.get("endpoint")) is str
+        and type(step.get("key")) is str
+        and type(step.get("prompt")) is str
+        and _plain_count(step.get("response"))
+        and (model is None or type(model) is str)
+        and type(calls) is list
+        and all(type(call) is dict and type(call.get("name")) is str for call in calls)
+        and (tokens is None or _plain_tokens(tokens))
+    )
+
+
+def _plain_tokens(tokens: Any) -> bool:
+    return (
+        type(tokens) is dict and _plain_count(tokens.get("in")) and _plain_count(tokens.get("out"))
+    )
+
+
+def _plain_count(value: Any) -> bool:
+    return type(value) is int and value >= 0
 
 
 # -- the pieces ------------------------------------------------------------------------------

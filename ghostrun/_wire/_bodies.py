@@ -263,7 +263,7 @@ def _whole_characters(data: bytes) -> int:
 
 def _restore_chunks(texts: list[str], carry: Any) -> list[bytes]:
     """The chunks as received, from their texts and carries (`_text_chunks` undone)."""
-    encoded = [text.encode("utf-8") for text in texts]
+    encoded = list(map(str.encode, texts))  # UTF-8; no Python frame per chunk
     if not carry:
         return encoded
     moved = _carries(carry, len(texts))
@@ -315,7 +315,7 @@ def decode_body(body: Mapping[str, Any]) -> bytes | list[bytes]:
     if kind == "base64":
         return base64.b64decode(value, validate=True)
     if kind in STREAM_KINDS:
-        return _restore_chunks([str(chunk) for chunk in value], body.get("carry"))
+        return _restore_chunks(list(map(str, value)), body.get("carry"))
     if kind == "chunks_base64":
         return [base64.b64decode(chunk, validate=True) for chunk in value]
     if kind == "eventstream":
