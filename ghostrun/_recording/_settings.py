@@ -4,16 +4,25 @@
 `resolve` reads them afresh against the configuration and the environment
 (which may have changed since) each time the session is entered anew: the
 mode, the cassette directory, the hosts and the rest, as one `Settings`.
+
+A session per test resolves the same arguments against the same inputs test
+after test, and resolving reads a dozen variables and the project's table each
+time: so what `resolve` made is kept, keyed on everything it reads (the
+arguments, the variables `READS`, what ``configure()`` and the pytest plugin set,
+the project's table as `_project.current` has it now), and made again as soon
+as any of these differs. The test's name is read apart (it changes every test).
 """
 
 from __future__ import annotations
 
+import operator
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .._core._age import max_age_days
+from .._core import _project
+from .._core._age import MAX_AGE_ENV, max_age_days
 from .._core._config import (
     block_network_default,
     check_on_stale,
@@ -26,9 +35,12 @@ from .._core._modes import Mode
 from .._core._normalize import Normalizer, normalizer
 from .._core._telemetry import TELEMETRY_URLS, UrlList, shared_url_list
 from .._store._keys import split_field_paths
+from ._fork import ENV as FORK_ENV
 from ._fork import ForkPlan, current_plan
 
 __all__ = [
+    "CONFIGURED",
+    "READS",
     "Arguments",
     "Redactor",
     "Settings",
@@ -83,7 +95,11 @@ class Settings(NamedTuple):
 
 def check(arguments: Arguments) -> None:
     """Fail where the session is written: a bad setting in the environment, or a path
-    of ``ignore_fields`` that can never match. Resolving waits for the first entry."""
+    of ``ignore_fields`` that can never match. Resolving waits for the first entry.
+
+    Settings resolved from the same inputs passed these checks already (`_kept`)."""
+    if _kept(arguments) is not None:
+        return
     resolve_mode(arguments.mode)
     if arguments.block_network is None:
         block_network_default()
@@ -101,10 +117,95 @@ def conversation_paths(explicit: tuple[str, ...] | None) -> tuple[tuple[str, ...
 
 
 def resolve(arguments: Arguments) -> Settings:
-    """Read mode, directory and hosts afresh: the environment may have changed."""
+    """Read mode, directory and hosts afresh: the environment may have changed.
+
+    What the same inputs gave before is given again (`_kept`), under this test's name.
+    """
+    name = arguments.name or current_test_id()
+    key = _key(arguments)
+    kept = None if key is None else _kept_for(key)
+    if kept is not None and kept.name == name:
+        return kept
+    found = kept._replace(name=name) if kept is not None else _resolve(arguments, name)
+    if key is not None:
+        if len(_resolved) >= _KEEP:
+            _resolved.clear()
+        _resolved[key] = (_project.current(), found)
+    return found
+
+
+READS = (
+    "GHOSTRUN_MODE",
+    "CI",
+    "GHOSTRUN_CASSETTE_DIR",
+    "GHOSTRUN_HOSTS",
+    "GHOSTRUN_TOOL_HOSTS",
+    "GHOSTRUN_BLOCK_NETWORK",
+    MAX_AGE_ENV,
+    "GHOSTRUN_CONVERSATION_FIELDS",
+    FORK_ENV,
+)
+"""The environment variables `resolve` reads (besides ``PYTEST_CURRENT_TEST``, the name):
+its results are kept per their values (tests/recording/test_session_cost.py holds to it)."""
+
+CONFIGURED = (
+    "mode",
+    "suite_mode",
+    "cassette_dir",
+    "plugin_cassette_dir",
+    "hosts",
+    "ignore_urls",
+    "max_age",
+    "on_stale",
+    "normalize",
+    "conversation_fields",
+)
+"""What ``configure()`` and the pytest plugin set that `resolve` reads, likewise."""
+_configured = operator.attrgetter(*CONFIGURED)
+_KEEP = 64  # settings kept: a suite's few session shapes, however many tests
+_resolved: dict[Hashable, tuple[_project.Project, Settings]] = {}
+_ENCODED = tuple(map(getattr(os.environ, "encodekey", str), READS))
+
+
+def _environment() -> tuple[object, ...]:
+    """The raw values of `READS` now: read from ``os.environ``'s own mapping where it has
+    one (CPython's, on every platform), a dict look-up each instead of a decode each."""
+    data = getattr(os.environ, "_data", None)
+    if not isinstance(data, dict):
+        return tuple(map(os.environ.get, READS))
+    return tuple(map(data.get, _ENCODED))
+
+
+def _key(arguments: Arguments) -> Hashable | None:
+    """What resolving ``arguments`` depends on but the project's table and the name; None
+    when it cannot be kept (an argument that is no dict key, a forked run's plan)."""
+    environment = _environment()
+    if environment[-1]:  # a fork's plan counts its steps: never kept
+        return None
+    key = (arguments[:2], arguments[3:], environment, _configured(settings))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _kept(arguments: Arguments) -> Settings | None:
+    """Settings resolved before from the inputs ``arguments`` have now, whatever their name."""
+    key = _key(arguments)
+    return None if key is None else _kept_for(key)
+
+
+def _kept_for(key: Hashable) -> Settings | None:
+    found = _resolved.get(key)
+    if found is None or found[0] is not _project.current():
+        return None
+    return found[1]
+
+
+def _resolve(arguments: Arguments, name: str | None) -> Settings:
     mode = resolve_mode(arguments.mode)
     cassette_dir = settings.resolve_cassette_dir(arguments.cassette_dir)
-    name = arguments.name or current_test_id()
     explicit = arguments.block_network
     block_network = block_network_default() if explicit is None else bool(explicit)
     shapes = settings.resolve_normalize() if arguments.normalize is None else arguments.normalize
