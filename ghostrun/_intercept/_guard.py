@@ -145,8 +145,8 @@ _STUB_CALL = (
 )
 
 _lock = threading.RLock()
-# (owner, attr): (what it wraps, the hook, what its owner held before: `_ABSENT` if inherited)
-_wrappers: dict[tuple[Any, str], tuple[Any, Any, Any]] = {}
+_wrappers: dict[tuple[Any, str], tuple[Any, Any]] = {}  # (owner, attr): (original, hook)
+_replaced: dict[Any, Any] = {}  # each hook built: what its owner held (`_ABSENT`: inherited)
 _providers = HostMatcher(PROVIDER_HOSTS)
 _suite_matchers: dict[tuple[str, ...], HostMatcher] = {}
 _loopback: dict[str, bool] = {}
@@ -306,13 +306,13 @@ def _replace(owner: Any, attr: str, wrap: Callable[[Any], Any]) -> None:
     session per test reinstalls); one found there already, put back by another hand's
     undo after the guard was restored around it, is taken as set, with what it replaced."""
     current = getattr(owner, attr)  # connect is inherited from _socket.socket
-    made = _wrappers.get((owner, attr))
-    if made is not None and current is made[1]:
-        _in_force.append((owner, attr, made[1], made[2]))
+    if current in _replaced:
+        _in_force.append((owner, attr, current, _replaced[current]))
         return
+    made = _wrappers.get((owner, attr))
     if made is None or made[0] is not current:  # built once: a session per test reinstalls
-        was = owner.__dict__.get(attr, _ABSENT)
-        made = _wrappers[(owner, attr)] = (current, wrap(current), was)
+        made = _wrappers[(owner, attr)] = (current, wrap(current))
+        _replaced[made[1]] = owner.__dict__.get(attr, _ABSENT)
     _set(owner, attr, made[1])
 
 
