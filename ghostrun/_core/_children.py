@@ -28,6 +28,8 @@ from __future__ import annotations
 import os
 import threading
 
+from . import _environ
+
 __all__ = ["ENV", "HOSTS_ENV", "ended", "parent_hosts", "parent_replays", "parent_text", "started"]
 
 ENV = "GHOSTRUN_REPLAY_PARENT"
@@ -61,10 +63,11 @@ def started(hosts: tuple[str, ...] = ()) -> None:
     refusing those hosts too, until it `ended`."""
     with _lock:
         if not _holders:
-            _before.update({name: os.environ.get(name) for name in (ENV, HOSTS_ENV)})
+            _before[ENV], _before[HOSTS_ENV] = _environ.get(ENV), _environ.get(HOSTS_ENV)
             os.environ[ENV] = str(os.getpid())
         _holders.append(hosts)
-        _export_hosts()
+        if hosts or len(_holders) > 1:  # else nothing to list but what was there
+            _export_hosts()
 
 
 def ended(hosts: tuple[str, ...] = ()) -> None:
@@ -77,15 +80,15 @@ def ended(hosts: tuple[str, ...] = ()) -> None:
             _export_hosts()
             return
         for name, value in _before.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
+            if value is not None:
                 os.environ[name] = value
+            elif _environ.get(name) is not None:
+                del os.environ[name]
 
 
 def _export_hosts() -> None:
     listed = dict.fromkeys(h for held in _holders for h in held)
     if listed:
         os.environ[HOSTS_ENV] = ",".join(listed)
-    elif _before.get(HOSTS_ENV) is None:
-        os.environ.pop(HOSTS_ENV, None)
+    elif _before.get(HOSTS_ENV) is None and _environ.get(HOSTS_ENV) is not None:
+        del os.environ[HOSTS_ENV]

@@ -175,12 +175,12 @@ def installed() -> bool:
 def session_entered(deck: Deck) -> None:
     """A session in replay (or rebase) holds the guard installed while it is open (a `Deck`
     subscriber)."""
-    if deck.mode.offline:
+    if deck.settings.mode.offline:
         replay_run_started(deck.arguments.hosts)
 
 
 def session_exited(deck: Deck) -> None:
-    if deck.mode.offline:
+    if deck.settings.mode.offline:
         replay_run_ended(deck.arguments.hosts)
 
 
@@ -322,7 +322,9 @@ def _hold() -> None:
     global _parked
     if _parked:
         _parked = False
-        if all(o.__dict__.get(a, _ABSENT) is hook for o, a, hook, _was in _in_force):
+        if [o.__dict__.get(a, _ABSENT) for o, a, _, _ in _in_force] == [
+            hook for _, _, hook, _ in _in_force
+        ]:
             return
         _restore()
     _install()

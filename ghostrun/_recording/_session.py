@@ -117,10 +117,12 @@ class Session:
         if mode is not None:
             parse_mode(mode)  # an invalid mode fails here, where it was written
         extra_hosts, ignored, urls = _strings(hosts), _strings(ignore_fields), _strings(ignore_urls)
-        UrlList(urls)  # an entry that names no path fails here, where it was written
+        if urls:
+            UrlList(urls)  # an entry that names no path fails here, where it was written
         if on_unplayed is not None:
             check_on_unplayed(on_unplayed)  # likewise
-        _check_staleness_and_shapes(max_age, on_stale, normalize)  # likewise
+        if max_age is not None or on_stale is not None or normalize is not None:
+            _check_staleness_and_shapes(max_age, on_stale, normalize)  # likewise
         self._deck = Deck(
             Arguments(
                 mode=mode,

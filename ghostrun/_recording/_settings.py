@@ -21,7 +21,7 @@ from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .._core import _project
+from .._core import _environ, _project
 from .._core._age import MAX_AGE_ENV, max_age_days
 from .._core._config import (
     block_network_default,
@@ -97,8 +97,8 @@ def check(arguments: Arguments) -> None:
     """Fail where the session is written: a bad setting in the environment, or a path
     of ``ignore_fields`` that can never match. Resolving waits for the first entry.
 
-    Settings resolved from the same inputs passed these checks already (`_kept`)."""
-    if _kept(arguments) is not None:
+    Settings resolved from the same inputs passed these checks already (`_Kept`)."""
+    if _kept(_key(arguments)) is not None:
         return
     resolve_mode(arguments.mode)
     if arguments.block_network is None:
@@ -119,19 +119,23 @@ def conversation_paths(explicit: tuple[str, ...] | None) -> tuple[tuple[str, ...
 def resolve(arguments: Arguments) -> Settings:
     """Read mode, directory and hosts afresh: the environment may have changed.
 
-    What the same inputs gave before is given again (`_kept`), under this test's name.
+    What the same inputs gave before is given again (`_Kept`), under this test's name.
     """
     name = arguments.name or current_test_id()
     key = _key(arguments)
-    kept = None if key is None else _kept_for(key)
-    if kept is not None and kept.name == name:
-        return kept
-    found = kept._replace(name=name) if kept is not None else _resolve(arguments, name)
-    if key is not None:
+    kept = _kept(key)
+    if kept is None:
+        found = _resolve(arguments, name)
+        if key is _UNKEPT:
+            return found
+        kept = _Kept(_project.current(), found)
         if len(_resolved) >= _KEEP:
             _resolved.clear()
-        _resolved[key] = (_project.current(), found)
-    return found
+        try:
+            _resolved[key] = kept
+        except TypeError:  # an argument that is no dict key (a list as normalize=)
+            return found
+    return kept.named(name)
 
 
 READS = (
@@ -163,44 +167,50 @@ CONFIGURED = (
 """What ``configure()`` and the pytest plugin set that `resolve` reads, likewise."""
 _configured = operator.attrgetter(*CONFIGURED)
 _KEEP = 64  # settings kept: a suite's few session shapes, however many tests
-_resolved: dict[Hashable, tuple[_project.Project, Settings]] = {}
-_ENCODED = tuple(map(getattr(os.environ, "encodekey", str), READS))
+_NAMES = 4096  # names kept per shape: a suite's tests, as its re-runs name them again
 
 
-def _environment() -> tuple[object, ...]:
-    """The raw values of `READS` now: read from ``os.environ``'s own mapping where it has
-    one (CPython's, on every platform), a dict look-up each instead of a decode each."""
-    data = getattr(os.environ, "_data", None)
-    if not isinstance(data, dict):
-        return tuple(map(os.environ.get, READS))
-    return tuple(map(data.get, _ENCODED))
+class _Kept:
+    """Settings resolved from one set of inputs, with the project's table they were read
+    from, and under each test's name they were asked for since."""
+
+    __slots__ = ("names", "project", "settings")
+
+    def __init__(self, project: _project.Project, settings: Settings) -> None:
+        self.project, self.settings = project, settings
+        self.names: dict[str | None, Settings] = {settings.name: settings}
+
+    def named(self, name: str | None) -> Settings:
+        found = self.names.get(name)
+        if found is None:
+            if len(self.names) >= _NAMES:
+                self.names.clear()
+            found = self.names[name] = self.settings._replace(name=name)
+        return found
 
 
-def _key(arguments: Arguments) -> Hashable | None:
-    """What resolving ``arguments`` depends on but the project's table and the name; None
-    when it cannot be kept (an argument that is no dict key, a forked run's plan)."""
-    environment = _environment()
-    if environment[-1]:  # a fork's plan counts its steps: never kept
+_resolved: dict[Hashable, _Kept] = {}
+_UNKEPT: Hashable = object()  # a key that cannot be kept
+
+
+def _key(arguments: Arguments) -> Hashable:
+    """What resolving ``arguments`` depends on but the project's table and the name;
+    `_UNKEPT` when it cannot be kept (a forked run's plan counts its steps)."""
+    environment = _environ.stored(READS)
+    if environment[-1]:
+        return _UNKEPT
+    return (arguments[:2], arguments[3:], environment, _configured(settings))
+
+
+def _kept(key: Hashable) -> _Kept | None:
+    """What the inputs ``key`` says gave, if the project's table is the one read then."""
+    if key is _UNKEPT:
         return None
-    key = (arguments[:2], arguments[3:], environment, _configured(settings))
     try:
-        hash(key)
-    except TypeError:
+        found = _resolved.get(key)
+    except TypeError:  # an argument that is no dict key (a list as normalize=)
         return None
-    return key
-
-
-def _kept(arguments: Arguments) -> Settings | None:
-    """Settings resolved before from the inputs ``arguments`` have now, whatever their name."""
-    key = _key(arguments)
-    return None if key is None else _kept_for(key)
-
-
-def _kept_for(key: Hashable) -> Settings | None:
-    found = _resolved.get(key)
-    if found is None or found[0] is not _project.current():
-        return None
-    return found[1]
+    return found if found is not None and found.project is _project.current() else None
 
 
 def _resolve(arguments: Arguments, name: str | None) -> Settings:
@@ -236,5 +246,5 @@ def _resolve(arguments: Arguments, name: str | None) -> Settings:
 
 def current_test_id() -> str | None:
     """The running pytest test's id, from the variable pytest sets for it."""
-    current = os.environ.get("PYTEST_CURRENT_TEST")
+    current = _environ.get("PYTEST_CURRENT_TEST")
     return current.rsplit(" (", 1)[0] if current else None

@@ -177,8 +177,9 @@ def swap(tracker: Tracker) -> Tracker:
 
 def test_identity(deck: Deck) -> str:
     """The test a session belongs to: its name, else the script's file name."""
-    if deck.name:
-        return deck.name
+    name = deck.settings.name
+    if name:
+        return name
     return os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "__main__"
 
 
@@ -234,6 +235,8 @@ def session_closed(deck: Deck, failed: bool) -> Exception | None:
 def in_order(deck: Deck) -> list[Step | ToolUse]:
     """The session's model calls (`settled`) and tool calls, in the order they happened."""
     raw, tools = deck.steps, deck.tools
+    if not (raw or tools):
+        return []
     kept = {id(step) for step in settled(raw)}
     out: list[Step | ToolUse] = []
     for position, step in enumerate(raw):

@@ -1,0 +1,50 @@
+"""The environment read where every session reads it: one dict look-up a variable.
+
+``os.environ.get(name)`` runs three Python functions (the mapping's ``get``, its
+``__getitem__``, the name's encoding) a variable, and a session per test reads a
+dozen (its settings, its test's id, what the children it may start inherit).
+CPython's ``os.environ`` keeps the variables, encoded, in a dict of its own that
+every change made through it updates (``os.environ[...] = ...``, ``del``,
+``monkeypatch.setenv``), so reading that dict is reading ``os.environ``. Where
+``os.environ`` is something else (a test's stand-in), it is read as usual.
+Nothing is written here: a change goes through ``os.environ``, which tells the C
+environment (``putenv``) that child processes inherit.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["get", "stored"]
+
+_encode: Callable[[str], Any] = getattr(os.environ, "encodekey", str)
+_keys: dict[str, Any] = {}  # a variable's name: its key in ``os.environ``'s own dict
+_all: dict[tuple[str, ...], tuple[Any, ...]] = {}  # likewise, several names at once
+
+
+def get(name: str) -> str | None:
+    """``os.environ.get(name)``."""
+    environ = os.environ
+    data = getattr(environ, "_data", None)
+    if type(data) is not dict:
+        return environ.get(name)
+    value = data.get(_keys.get(name) or _key(name))
+    return None if value is None else environ.decodevalue(value)
+
+
+def stored(names: tuple[str, ...]) -> tuple[object, ...]:
+    """The values of ``names`` as ``os.environ`` stores them (None: unset), to compare only."""
+    data = getattr(os.environ, "_data", None)
+    if type(data) is not dict:
+        return tuple(map(os.environ.get, names))
+    keys = _all.get(names)
+    if keys is None:
+        keys = _all[names] = tuple(map(_encode, names))
+    return tuple(map(data.get, keys))
+
+
+def _key(name: str) -> Any:
+    key = _keys[name] = _encode(name)
+    return key
