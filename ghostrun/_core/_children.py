@@ -64,7 +64,7 @@ def started(hosts: tuple[str, ...] = ()) -> None:
     with _lock:
         if not _holders:
             _before[ENV], _before[HOSTS_ENV] = _environ.get(ENV), _environ.get(HOSTS_ENV)
-            os.environ[ENV] = str(os.getpid())
+            _environ.put(ENV, str(os.getpid()))
         _holders.append(hosts)
         if hosts or len(_holders) > 1:  # else nothing to list but what was there
             _export_hosts()
@@ -80,15 +80,15 @@ def ended(hosts: tuple[str, ...] = ()) -> None:
             _export_hosts()
             return
         for name, value in _before.items():
-            if value is not None:
-                os.environ[name] = value
-            elif _environ.get(name) is not None:
-                del os.environ[name]
+            if value is None:
+                _environ.unset(name)
+            else:
+                _environ.put(name, value)
 
 
 def _export_hosts() -> None:
     listed = dict.fromkeys(h for held in _holders for h in held)
     if listed:
-        os.environ[HOSTS_ENV] = ",".join(listed)
-    elif _before.get(HOSTS_ENV) is None and _environ.get(HOSTS_ENV) is not None:
-        del os.environ[HOSTS_ENV]
+        _environ.put(HOSTS_ENV, ",".join(listed))
+    elif _before.get(HOSTS_ENV) is None:
+        _environ.unset(HOSTS_ENV)

@@ -7,8 +7,8 @@ CPython's ``os.environ`` keeps the variables, encoded, in a dict of its own that
 every change made through it updates (``os.environ[...] = ...``, ``del``,
 ``monkeypatch.setenv``), so reading that dict is reading ``os.environ``. Where
 ``os.environ`` is something else (a test's stand-in), it is read as usual.
-Nothing is written here: a change goes through ``os.environ``, which tells the C
-environment (``putenv``) that child processes inherit.
+A change (`put`, `unset`) is made as ``os.environ`` makes it: the C environment
+that child processes inherit first (``putenv``, ``unsetenv``), then that dict.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["get", "stored"]
+__all__ = ["get", "put", "stored", "unset"]
 
 _encode: Callable[[str], Any] = getattr(os.environ, "encodekey", str)
 _keys: dict[str, Any] = {}  # a variable's name: its key in ``os.environ``'s own dict
@@ -43,6 +43,31 @@ def stored(names: tuple[str, ...]) -> tuple[object, ...]:
     if keys is None:
         keys = _all[names] = tuple(map(_encode, names))
     return tuple(map(data.get, keys))
+
+
+def put(name: str, value: str) -> None:
+    """``os.environ[name] = value``."""
+    environ = os.environ
+    data = getattr(environ, "_data", None)
+    if type(data) is not dict:
+        environ[name] = value
+        return
+    key, stored_value = _keys.get(name) or _key(name), environ.encodevalue(value)
+    os.putenv(key, stored_value)
+    data[key] = stored_value
+
+
+def unset(name: str) -> None:
+    """``os.environ.pop(name, None)``."""
+    environ = os.environ
+    data = getattr(environ, "_data", None)
+    if type(data) is not dict:
+        environ.pop(name, None)
+        return
+    key = _keys.get(name) or _key(name)
+    if key in data:
+        os.unsetenv(key)
+        del data[key]
 
 
 def _key(name: str) -> Any:

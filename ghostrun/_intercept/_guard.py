@@ -175,13 +175,15 @@ def installed() -> bool:
 def session_entered(deck: Deck) -> None:
     """A session in replay (or rebase) holds the guard installed while it is open (a `Deck`
     subscriber)."""
-    if deck.settings.mode.offline:
-        replay_run_started(deck.arguments.hosts)
+    if deck.settings.mode.offline:  # `replay_run_started`, the hot path of a session per test
+        _installed.acquire()
+        _children.started(deck.arguments.hosts)
 
 
 def session_exited(deck: Deck) -> None:
     if deck.settings.mode.offline:
-        replay_run_ended(deck.arguments.hosts)
+        _children.ended(deck.arguments.hosts)
+        _installed.release()
 
 
 def replay_run_started(hosts: tuple[str, ...] = ()) -> None:

@@ -283,6 +283,8 @@ session = Session
 
 def _strings(items: Iterable[str]) -> tuple[str, ...]:
     """An argument that takes several strings, or one."""
+    if type(items) is tuple:
+        return items
     return (items,) if isinstance(items, str) else tuple(items)
 
 

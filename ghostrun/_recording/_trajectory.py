@@ -221,7 +221,7 @@ def session_closed(deck: Deck, failed: bool) -> Exception | None:
     """
     test = test_identity(deck)
     steps = in_order(deck)
-    recorded_now = any(step.recorded for step in steps)
+    recorded_now = bool(steps) and any(step.recorded for step in steps)
     if deck.mode is Mode.REBASE and failed:
         return None  # a rebase that missed keeps the recorded trajectory: it is re-recorded
     if _tracker.recorded(test, recorded_now):
