@@ -628,8 +628,8 @@ def _adapters() -> list[Adapter]:
 
 def session_entered(deck: Deck) -> None:
     """Every open session holds the roads installed (a `Deck` subscriber)."""
-    acquire()
+    _roads.acquire()
 
 
 def session_exited(deck: Deck) -> None:
-    release()
+    _roads.release()

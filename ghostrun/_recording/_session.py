@@ -116,7 +116,7 @@ class Session:
     ) -> None:
         if mode is not None:
             parse_mode(mode)  # an invalid mode fails here, where it was written
-        extra_hosts, ignored, urls = _strings(hosts), _strings(ignore_fields), _strings(ignore_urls)
+        extra_hosts, ignored, urls, tools = _strings(hosts, ignore_fields, ignore_urls, tool_hosts)
         if urls:
             UrlList(urls)  # an entry that names no path fails here, where it was written
         if on_unplayed is not None:
@@ -137,9 +137,9 @@ class Session:
                 max_age=max_age,
                 on_stale=on_stale,
                 normalize=normalize,
-                tool_hosts=_strings(tool_hosts),
+                tool_hosts=tools,
                 conversation_fields=(
-                    None if conversation_fields is None else _strings(conversation_fields)
+                    None if conversation_fields is None else _strings(conversation_fields)[0]
                 ),
             )
         )
@@ -281,11 +281,12 @@ session = Session
 """``ghostrun.session(...)``: the spelling the docs use for `Session`."""
 
 
-def _strings(items: Iterable[str]) -> tuple[str, ...]:
-    """An argument that takes several strings, or one."""
-    if type(items) is tuple:
-        return items
-    return (items,) if isinstance(items, str) else tuple(items)
+def _strings(*arguments: Iterable[str]) -> list[tuple[str, ...]]:
+    """Arguments that each take several strings, or one, as tuples."""
+    return [
+        items if type(items) is tuple else (items,) if isinstance(items, str) else tuple(items)
+        for items in arguments
+    ]
 
 
 def _check_staleness_and_shapes(max_age: Any, on_stale: Any, normalize: Any) -> None:
