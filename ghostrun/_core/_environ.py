@@ -17,11 +17,13 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["get", "put", "stored", "unset"]
+__all__ = ["get", "put", "restore", "stored"]
 
 _encode: Callable[[str], Any] = getattr(os.environ, "encodekey", str)
 _keys: dict[str, Any] = {}  # a variable's name: its key in ``os.environ``'s own dict
 _all: dict[tuple[str, ...], tuple[Any, ...]] = {}  # likewise, several names at once
+_values: dict[str, Any] = {}  # a value set (a pid, a host list): as ``os.environ`` stores it
+_KEEP = 64
 
 
 def get(name: str) -> str | None:
@@ -35,7 +37,8 @@ def get(name: str) -> str | None:
 
 
 def stored(names: tuple[str, ...]) -> tuple[object, ...]:
-    """The values of ``names`` as ``os.environ`` stores them (None: unset), to compare only."""
+    """The values of ``names`` as ``os.environ`` stores them (None: unset): to compare, or to
+    put back (`restore`)."""
     data = getattr(os.environ, "_data", None)
     if type(data) is not dict:
         return tuple(map(os.environ.get, names))
@@ -52,22 +55,34 @@ def put(name: str, value: str) -> None:
     if type(data) is not dict:
         environ[name] = value
         return
-    key, stored_value = _keys.get(name) or _key(name), environ.encodevalue(value)
-    os.putenv(key, stored_value)
-    data[key] = stored_value
+    encoded = _values.get(value)
+    if encoded is None:
+        if len(_values) >= _KEEP:
+            _values.clear()
+        encoded = _values[value] = environ.encodevalue(value)
+    key = _keys.get(name) or _key(name)
+    os.putenv(key, encoded)
+    data[key] = encoded
 
 
-def unset(name: str) -> None:
-    """``os.environ.pop(name, None)``."""
+def restore(names: tuple[str, ...], values: tuple[object, ...]) -> None:
+    """Put ``names`` back as `stored` gave their ``values``: each set again, or unset."""
     environ = os.environ
     data = getattr(environ, "_data", None)
-    if type(data) is not dict:
-        environ.pop(name, None)
-        return
-    key = _keys.get(name) or _key(name)
-    if key in data:
-        os.unsetenv(key)
-        del data[key]
+    for name, value in zip(names, values, strict=True):
+        if type(data) is not dict or isinstance(value, str):  # stored through a stand-in
+            if value is None:
+                environ.pop(name, None)
+            else:
+                environ[name] = str(value)
+            continue
+        key = _keys.get(name) or _key(name)
+        if value is not None:
+            os.putenv(key, value)  # type: ignore[arg-type]  # as ``os.environ`` stores it
+            data[key] = value
+        elif key in data:
+            os.unsetenv(key)
+            del data[key]
 
 
 def _key(name: str) -> Any:

@@ -239,9 +239,12 @@ class Session:
     ) -> None:
         _context_stack.set(_without_last(_context_stack.get(), self))
         with _global_lock:
-            _global_stack.reverse()
-            _global_stack.remove(self)
-            _global_stack.reverse()
+            if _global_stack and _global_stack[-1] is self:  # the innermost: most often
+                _global_stack.pop()
+            else:
+                _global_stack.reverse()
+                _global_stack.remove(self)
+                _global_stack.reverse()
         self._deck.exit(exc)
 
     async def __aenter__(self) -> Session:
