@@ -4,6 +4,7 @@
     _modes        the modes and their names (vcrpy's too)
     _config       ``configure()``, the environment, and the mode in force
     _children     children of a replay run are replay runs (the variable they inherit)
+    _environ      the environment read where every session reads it, fast
     _project      the project's ``[tool.ghostrun]`` table in pyproject.toml
     _distribution the distribution's name, and the other project named ghostrun
     _hosts        provider hosts and the host patterns sessions add

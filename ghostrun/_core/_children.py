@@ -28,6 +28,8 @@ from __future__ import annotations
 import os
 import threading
 
+from . import _environ
+
 __all__ = ["ENV", "HOSTS_ENV", "ended", "parent_hosts", "parent_replays", "parent_text", "started"]
 
 ENV = "GHOSTRUN_REPLAY_PARENT"
@@ -38,7 +40,8 @@ _INHERITED = os.environ.get(ENV, "").strip()
 _INHERITED_HOSTS = tuple(h.strip() for h in os.environ.get(HOSTS_ENV, "").split(",") if h.strip())
 _lock = threading.Lock()
 _holders: list[tuple[str, ...]] = []
-_before: dict[str, str | None] = {}
+_NAMES = (ENV, HOSTS_ENV)
+_before: tuple[object, ...] = (None, None)  # the variables as the first holder found them
 
 
 def parent_replays() -> bool:
@@ -59,12 +62,14 @@ def parent_text() -> str:
 def started(hosts: tuple[str, ...] = ()) -> None:
     """A replay run begins in this process, listing ``hosts``: its children are replay runs,
     refusing those hosts too, until it `ended`."""
+    global _before
     with _lock:
         if not _holders:
-            _before.update({name: os.environ.get(name) for name in (ENV, HOSTS_ENV)})
-            os.environ[ENV] = str(os.getpid())
+            _before = _environ.stored(_NAMES)
+            _environ.put(ENV, str(os.getpid()))
         _holders.append(hosts)
-        _export_hosts()
+        if hosts or len(_holders) > 1:  # else nothing to list but what was there
+            _export_hosts()
 
 
 def ended(hosts: tuple[str, ...] = ()) -> None:
@@ -75,17 +80,13 @@ def ended(hosts: tuple[str, ...] = ()) -> None:
         _holders.remove(hosts)
         if _holders:
             _export_hosts()
-            return
-        for name, value in _before.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+        else:
+            _environ.restore(_NAMES, _before)
 
 
 def _export_hosts() -> None:
     listed = dict.fromkeys(h for held in _holders for h in held)
     if listed:
-        os.environ[HOSTS_ENV] = ",".join(listed)
-    elif _before.get(HOSTS_ENV) is None:
-        os.environ.pop(HOSTS_ENV, None)
+        _environ.put(HOSTS_ENV, ",".join(listed))
+    elif _before[1] is None:
+        _environ.restore((HOSTS_ENV,), (None,))

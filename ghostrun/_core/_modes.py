@@ -52,6 +52,7 @@ class Mode(enum.StrEnum):
         return self.value
 
 
+_BY_VALUE: dict[object, Mode] = {mode.value: mode for mode in Mode}
 VCR_ALIASES = {"none": Mode.REPLAY, "all": Mode.RECORD, "new_episodes": Mode.AUTO}
 """vcrpy's record modes that mean what a ghostrun mode means."""
 
@@ -66,6 +67,9 @@ def parse_mode(value: Mode | str, source: str = "mode") -> Mode:
     """Turn a user's string into a `Mode`, or a ValueError that lists the valid ones."""
     if isinstance(value, Mode):
         return value
+    found = _BY_VALUE.get(value)  # a session per test names its mode: the quick answer first
+    if found is not None:
+        return found
     name = str(value).strip().lower()
     try:
         return Mode(name)

@@ -51,7 +51,11 @@ road is a replay run, whose children are replay runs (`replay_run_started`,
 `_core._children`). A hooked module not imported yet is patched the moment
 it is imported (`_patch.LateImports`, which the roads use too), so
 ``import ghostrun`` never imports ``socket`` or ``asyncio`` itself. The last
-release restores the exact original functions.
+release restores the exact original functions, or, while the roads are held
+(a runner's lease, DESIGN §2), parks the hooks: they stay set, each asking the
+count first and calling the original while no one holds the guard, so it acts
+as if not installed and a replay session per test installs nothing; the roads'
+last release restores them.
 """
 
 from __future__ import annotations
@@ -81,17 +85,7 @@ from .._recording._deck import Deck
 from .._recording._session import _bypass, current_deck
 from . import _live
 from . import _patch as _roads
-from ._patch import (
-    Change,
-    LateImports,
-    Refcount,
-    Restore,
-    capturing,
-    in_place,
-    reapply,
-    replace,
-    restore_all,
-)
+from ._patch import Change, LateImports, Refcount, Restore, replace
 
 __all__ = [
     "acquire",
@@ -151,8 +145,8 @@ _STUB_CALL = (
 )
 
 _lock = threading.RLock()
-_restorers: list[Restore] = []
-_wrappers: dict[tuple[Any, str], tuple[Any, Any]] = {}  # (owner, attr): (original, wrapper)
+_wrappers: dict[tuple[Any, str], tuple[Any, Any]] = {}  # (owner, attr): (original, hook)
+_replaced: dict[Any, Any] = {}  # each hook built: what its owner held (`_ABSENT`: inherited)
 _providers = HostMatcher(PROVIDER_HOSTS)
 _suite_matchers: dict[tuple[str, ...], HostMatcher] = {}
 _loopback: dict[str, bool] = {}
@@ -181,13 +175,15 @@ def installed() -> bool:
 def session_entered(deck: Deck) -> None:
     """A session in replay (or rebase) holds the guard installed while it is open (a `Deck`
     subscriber)."""
-    if deck.mode.offline:
-        replay_run_started(deck.arguments.hosts)
+    if deck.settings.mode.offline:  # `replay_run_started`, the hot path of a session per test
+        _installed.acquire()
+        _children.started(deck.arguments.hosts)
 
 
 def session_exited(deck: Deck) -> None:
-    if deck.mode.offline:
-        replay_run_ended(deck.arguments.hosts)
+    if deck.settings.mode.offline:
+        _children.ended(deck.arguments.hosts)
+        _installed.release()
 
 
 def replay_run_started(hosts: tuple[str, ...] = ()) -> None:
@@ -230,38 +226,59 @@ def _install() -> None:
 
     What it set is kept, and set again by the next install while the same modules
     are imported and every attribute it replaced still holds what it replaced
-    (`_patch.capturing`): a session per test installs the guard every time.
+    (`_patch.in_place`): a session per test installs the guard every time.
     """
     global _plan
     modules = {name: _late.ready(name) for name in _HOOKED}
     _late.watch(name for name, module in modules.items() if module is None)
     found = tuple(modules.values())
     plan = _plan
-    if plan is not None and _same(plan[0], found) and in_place(plan[1]):
-        _restorers.append(reapply(plan[1]))
+    if plan is not None and _same(plan[0], found) and _unchanged(plan[1]):
+        for owner, attr, wrapper, _was in plan[1]:
+            _set(owner, attr, wrapper)
         return
     _plan = None
     try:
-        with capturing() as changes:
-            for name, module in modules.items():
-                if module is not None:
-                    _patch(name, module)
+        for name, module in modules.items():
+            if module is not None:
+                _patch(name, module)
     except BaseException:
         _restore()
         raise
-    _plan = found, tuple(changes)
+    _plan = found, tuple(_in_force)
 
 
 _plan: tuple[tuple[ModuleType | None, ...], tuple[Change, ...]] | None = None
+_in_force: list[Change] = []  # what the hooks set now, in order: (owner, attr, hook, was)
 
 
 def _same(kept: tuple[ModuleType | None, ...], found: tuple[ModuleType | None, ...]) -> bool:
     return all(a is b for a, b in zip(kept, found, strict=True))
 
 
+def _unchanged(changes: tuple[Change, ...]) -> bool:
+    """Whether every attribute the changes replaced still holds what they replaced."""
+    return all(o.__dict__.get(a, _ABSENT) is was for o, a, _hook, was in changes)
+
+
+def _set(owner: Any, attr: str, hook: Any) -> None:
+    _in_force.append((owner, attr, hook, owner.__dict__.get(attr, _ABSENT)))
+    setattr(owner, attr, hook)
+
+
 def _restore() -> None:
+    """Put back what each hook replaced, the last set first, where the hook still is: an
+    attribute another hand replaced since is theirs (their undo puts the hook back, and
+    the next install finds it as its own, `_replace`)."""
     _late.stop()
-    restore_all(_restorers)
+    while _in_force:
+        owner, attr, hook, was = _in_force.pop()
+        if owner.__dict__.get(attr, _ABSENT) is not hook:
+            continue
+        if was is _ABSENT:
+            delattr(owner, attr)
+        else:
+            setattr(owner, attr, was)
 
 
 def _patch(name: str, module: ModuleType) -> None:
@@ -287,15 +304,59 @@ def _patch(name: str, module: ModuleType) -> None:
 
 
 def _replace(owner: Any, attr: str, wrap: Callable[[Any], Any]) -> None:
+    """Set the hook ``wrap`` makes of ``owner.attr``. One built before is set again (a
+    session per test reinstalls); one found there already, put back by another hand's
+    undo after the guard was restored around it, is taken as set, with what it replaced."""
     current = getattr(owner, attr)  # connect is inherited from _socket.socket
+    if current in _replaced:
+        _in_force.append((owner, attr, current, _replaced[current]))
+        return
     made = _wrappers.get((owner, attr))
     if made is None or made[0] is not current:  # built once: a session per test reinstalls
         made = _wrappers[(owner, attr)] = (current, wrap(current))
-    _restorers.append(replace((owner, attr, made[1])))
+        _replaced[made[1]] = owner.__dict__.get(attr, _ABSENT)
+    _set(owner, attr, made[1])
 
 
+def _hold() -> None:
+    """The first holder: hooks parked under the roads (`_let_go`) serve as they are, if
+    every one is still in place; else they are restored and installed afresh."""
+    global _parked
+    if _parked:
+        _parked = False
+        if [o.__dict__.get(a, _ABSENT) for o, a, _, _ in _in_force] == [
+            hook for _, _, hook, _ in _in_force
+        ]:
+            return
+        _restore()
+    _install()
+
+
+def _let_go() -> None:
+    """The last holder let go: the hooks are parked while the roads are held (a runner's
+    lease), inert (each hook asks `_installed` first), so a replay session per test
+    installs nothing; restored when the roads are (`_roads_restored`), else now."""
+    global _parked
+    if _roads.held():
+        _parked = True
+    else:
+        _restore()
+
+
+def _roads_restored() -> None:
+    """The roads' last holder let go: hooks parked for them are restored too."""
+    global _parked
+    with _lock:
+        if _parked:
+            _parked = False
+            _restore()
+
+
+_ABSENT: Any = object()
+_parked = False  # installed, held by no one: the roads are held (`_let_go`)
 _late = LateImports(_patch, _lock)  # hooked modules not imported yet are patched when they are
-_installed = Refcount(_install, _restore, _lock)
+_installed = Refcount(_hold, _let_go, _lock)
+_roads.when_restored(_roads_restored)
 
 
 # -- the hooks -----------------------------------------------------------------------
@@ -304,6 +365,8 @@ _installed = Refcount(_install, _restore, _lock)
 def _guard_lookup(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def lookup(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if not _installed.count:  # parked (`_let_go`): as if not installed
+            return original(host, *args, **kwargs)
         if host:
             check(host, args[0] if args else kwargs.get("port"), "look up")
         found = original(host, *args, **kwargs)
@@ -320,6 +383,8 @@ def _guard_connect(original: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(original)
     def connect(self: Any, address: Any) -> Any:
+        if not _installed.count:  # parked (`_let_go`): as if not installed
+            return original(self, address)
         if isinstance(address, tuple) and len(address) in (2, 4) and self.family in inet:
             check(address[0], address[1], "connect to")
         return original(self, address)
@@ -333,7 +398,7 @@ def _guard_sendto(original: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(original)
     def sendto(self: Any, data: Any, *args: Any) -> Any:
-        if args and self.family in inet:
+        if _installed.count and args and self.family in inet:
             _check_address(args[-1], "send to")
         return original(self, data, *args)
 
@@ -346,7 +411,7 @@ def _guard_sendmsg(original: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(original)
     def sendmsg(self: Any, buffers: Any, *args: Any) -> Any:
-        if len(args) >= 3 and self.family in inet:
+        if _installed.count and len(args) >= 3 and self.family in inet:
             _check_address(args[2], "send to")
         return original(self, buffers, *args)
 
@@ -369,6 +434,10 @@ def _guard_loop_lookup(original: Callable[..., Any]) -> Callable[..., Any]:
         self: Any, host: Any, port: Any, *, family: int = 0, type: int = 0, proto: int = 0,
         flags: int = 0,
     ) -> Any:  # fmt: skip
+        if not _installed.count:  # parked (`_let_go`): as if not installed
+            return await original(
+                self, host, port, family=family, type=type, proto=proto, flags=flags
+            )
         if host:
             check(host, port, "look up")
         socket = sys.modules[_SOCKET]
@@ -384,7 +453,8 @@ def _guard_loop_lookup(original: Callable[..., Any]) -> Callable[..., Any]:
 def _guard_channel(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def channel(target: Any, *args: Any, **kwargs: Any) -> Any:
-        check_target(_text(target), "open a gRPC channel to", served=True)
+        if _installed.count:
+            check_target(_text(target), "open a gRPC channel to", served=True)
         return original(target, *args, **kwargs)
 
     return channel
@@ -405,7 +475,7 @@ def _grpc_callables() -> list[Any]:
 def _guard_call(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-        target = _callable_target(self)
+        target = _callable_target(self) if _installed.count else None
         if target is not None:
             check_target(target, _STUB_CALL, served=False)
         return original(self, *args, **kwargs)

@@ -78,6 +78,7 @@ __all__ = [
     "capturing",
     "footprint",
     "forget_plan",
+    "held",
     "in_place",
     "is_unhooked",
     "lease",
@@ -91,6 +92,7 @@ __all__ = [
     "session_exited",
     "survey",
     "unhooked",
+    "when_restored",
 ]
 
 ROADS: tuple[str, ...] = (
@@ -516,11 +518,27 @@ def _restore_all() -> None:
         unhooked.clear()
         for _acquire, release_guard in _guards:
             release_guard()
+    for restored in _when_restored:
+        restored()
 
 
 unhooked: list[tuple[Adapter, UnsupportedLibrary]] = []
 """The roads left unhooked while the roads are installed, each with why (the guard reads it)."""
 _guards: list[tuple[Callable[[], None], Callable[[], None]]] = []
+
+
+_when_restored: list[Callable[[], None]] = []
+
+
+def when_restored(hook: Callable[[], None]) -> None:
+    """Call ``hook`` each time the roads are restored (the guard restores hooks it parked
+    while they were held, `_guard._let_go`)."""
+    _when_restored.append(hook)
+
+
+def held() -> bool:
+    """Whether anyone holds the roads now (a session, a runner's lease)."""
+    return _roads.count > 0
 
 
 def on_unhooked(acquire_guard: Callable[[], None], release_guard: Callable[[], None]) -> None:
@@ -610,8 +628,8 @@ def _adapters() -> list[Adapter]:
 
 def session_entered(deck: Deck) -> None:
     """Every open session holds the roads installed (a `Deck` subscriber)."""
-    acquire()
+    _roads.acquire()
 
 
 def session_exited(deck: Deck) -> None:
-    release()
+    _roads.release()

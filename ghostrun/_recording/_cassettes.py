@@ -33,6 +33,7 @@ from ._settings import Settings
 __all__ = ["Cassettes"]
 
 _UNREAD: Any = object()
+_NOWHERE = Path()  # the directory of a store that has not taken its settings yet
 
 
 class Cassettes:
@@ -57,7 +58,7 @@ class Cassettes:
 
     def __init__(self) -> None:
         self.lock = threading.RLock()  # a step, or a write: read, decide, move, as one
-        self._dir = Path()
+        self._dir = _NOWHERE
         self._prefix = ""  # the directory with its separator: + key + ".json"
         self._mode = Mode.AUTO
         self._name: str | None = None

@@ -126,6 +126,7 @@ class Deck:
         self.session_index = 0  # its place among the sessions of its test (`_trajectory`)
         self.depth = 0  # how many blocks of the session are open
         self._lock = threading.RLock()
+        self._used = False  # its settings were resolved once: its cursors may have moved
 
     # -- its settings, as last resolved ------------------------------------------------
 
@@ -138,8 +139,13 @@ class Deck:
         return self._resolve()
 
     def _resolve(self) -> Settings:
-        """Read mode, directory and hosts afresh, and start the cursors anew."""
+        """Read mode, directory and hosts afresh, and start the cursors anew (a deck never
+        entered has them new: its store takes the settings, and that is all)."""
         settings = self.settings = resolve(self.arguments)
+        if not self._used:
+            self._used = True
+            self.store.adopt(settings)
+            return settings
         self.store.reset(settings)
         self.closing.take()
         self.counts.entered()

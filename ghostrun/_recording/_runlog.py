@@ -72,7 +72,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import NamedTuple, TypedDict
+from typing import Any, NamedTuple, TypedDict
 
 import orjson
 
@@ -191,6 +191,9 @@ class RunLog:
         self._seen: weakref.WeakKeyDictionary[Deck, tuple[int, int, int, int]] = (
             weakref.WeakKeyDictionary()
         )
+        # What sessions that did nothing brought, once in (`session`): (directory, test,
+        # alias, mode, ignore_fields, normalizer).
+        self._quiet: set[tuple[Any, ...]] = set()
 
     def __bool__(self) -> bool:
         return bool(self._dirs)
@@ -227,8 +230,21 @@ class RunLog:
             log["judged"] = log["judged"] or judge is not None
 
     def session(self, deck: Deck, where: Where) -> None:
-        """Count what a session did since it was last seen (a session may be re-entered)."""
+        """Count what a session did since it was last seen (a session may be re-entered).
+
+        A session that did nothing (no request, no miss) adds nothing but its test's
+        entry, its ``ignore_fields`` and ``normalize``: once these are in, another such
+        session of the same shape is nothing to add (`_quiet`, until the log is cleared).
+        """
         name, alias, directory = where
+        done = deck.counts  # they last as long as the session
+        did = done.used_keys or done.misses or done.trail or done.replayed or done.recorded
+        quiet = None
+        if not did:
+            shape = (deck.mode, deck.arguments.ignore_fields, deck.normalizer)
+            quiet = (directory, name, alias, *shape)
+            if quiet in self._quiet:
+                return
         with self._lock:
             replayed, recorded, missed, trailed = self._seen.get(deck, (0, 0, 0, 0))
             now = (deck.replayed, deck.recorded, len(deck.misses), len(deck.trail))
@@ -246,6 +262,8 @@ class RunLog:
             log["cassettes_used"].update(deck.used_keys)
             for miss in deck.misses[missed:]:
                 log["misses"].append({"test": name, "message": _scrub(str(miss), deck)})
+            if quiet is not None and directory in _absolute and len(self._quiet) < _QUIET:
+                self._quiet.add(quiet)
 
     def verdict(self, key: str, directory: Path) -> None:
         with self._lock:
@@ -422,6 +440,7 @@ class RunLog:
 
     def clear(self) -> None:
         with self._lock:
+            self._quiet.clear()
             self._dirs.clear()
             self._outcomes.clear()
             self.limited_by = []
@@ -543,6 +562,7 @@ def _add_new(items: list[str], more: Iterable[str]) -> None:
             items.append(item)
 
 
+_QUIET = 4096  # quiet sessions' shapes kept (`RunLog.session`)
 _absolute: dict[Path, str] = {}  # an absolute cassette directory: its key in `RunLog._dirs`
 
 

@@ -116,11 +116,13 @@ class Session:
     ) -> None:
         if mode is not None:
             parse_mode(mode)  # an invalid mode fails here, where it was written
-        extra_hosts, ignored, urls = _strings(hosts), _strings(ignore_fields), _strings(ignore_urls)
-        UrlList(urls)  # an entry that names no path fails here, where it was written
+        extra_hosts, ignored, urls, tools = _strings(hosts, ignore_fields, ignore_urls, tool_hosts)
+        if urls:
+            UrlList(urls)  # an entry that names no path fails here, where it was written
         if on_unplayed is not None:
             check_on_unplayed(on_unplayed)  # likewise
-        _check_staleness_and_shapes(max_age, on_stale, normalize)  # likewise
+        if max_age is not None or on_stale is not None or normalize is not None:
+            _check_staleness_and_shapes(max_age, on_stale, normalize)  # likewise
         self._deck = Deck(
             Arguments(
                 mode=mode,
@@ -135,9 +137,9 @@ class Session:
                 max_age=max_age,
                 on_stale=on_stale,
                 normalize=normalize,
-                tool_hosts=_strings(tool_hosts),
+                tool_hosts=tools,
                 conversation_fields=(
-                    None if conversation_fields is None else _strings(conversation_fields)
+                    None if conversation_fields is None else _strings(conversation_fields)[0]
                 ),
             )
         )
@@ -237,9 +239,12 @@ class Session:
     ) -> None:
         _context_stack.set(_without_last(_context_stack.get(), self))
         with _global_lock:
-            _global_stack.reverse()
-            _global_stack.remove(self)
-            _global_stack.reverse()
+            if _global_stack and _global_stack[-1] is self:  # the innermost: most often
+                _global_stack.pop()
+            else:
+                _global_stack.reverse()
+                _global_stack.remove(self)
+                _global_stack.reverse()
         self._deck.exit(exc)
 
     async def __aenter__(self) -> Session:
@@ -279,9 +284,12 @@ session = Session
 """``ghostrun.session(...)``: the spelling the docs use for `Session`."""
 
 
-def _strings(items: Iterable[str]) -> tuple[str, ...]:
-    """An argument that takes several strings, or one."""
-    return (items,) if isinstance(items, str) else tuple(items)
+def _strings(*arguments: Iterable[str]) -> list[tuple[str, ...]]:
+    """Arguments that each take several strings, or one, as tuples."""
+    return [
+        items if type(items) is tuple else (items,) if isinstance(items, str) else tuple(items)
+        for items in arguments
+    ]
 
 
 def _check_staleness_and_shapes(max_age: Any, on_stale: Any, normalize: Any) -> None:

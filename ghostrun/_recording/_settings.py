@@ -4,16 +4,25 @@
 `resolve` reads them afresh against the configuration and the environment
 (which may have changed since) each time the session is entered anew: the
 mode, the cassette directory, the hosts and the rest, as one `Settings`.
+
+A session per test resolves the same arguments against the same inputs test
+after test, and resolving reads a dozen variables and the project's table each
+time: so what `resolve` made is kept, keyed on everything it reads (the
+arguments, the variables `READS`, what ``configure()`` and the pytest plugin set,
+the project's table as `_project.current` has it now), and made again as soon
+as any of these differs. The test's name is read apart (it changes every test).
 """
 
 from __future__ import annotations
 
+import operator
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .._core._age import max_age_days
+from .._core import _environ, _project
+from .._core._age import MAX_AGE_ENV, max_age_days
 from .._core._config import (
     block_network_default,
     check_on_stale,
@@ -26,9 +35,12 @@ from .._core._modes import Mode
 from .._core._normalize import Normalizer, normalizer
 from .._core._telemetry import TELEMETRY_URLS, UrlList, shared_url_list
 from .._store._keys import split_field_paths
+from ._fork import ENV as FORK_ENV
 from ._fork import ForkPlan, current_plan
 
 __all__ = [
+    "CONFIGURED",
+    "READS",
     "Arguments",
     "Redactor",
     "Settings",
@@ -83,7 +95,11 @@ class Settings(NamedTuple):
 
 def check(arguments: Arguments) -> None:
     """Fail where the session is written: a bad setting in the environment, or a path
-    of ``ignore_fields`` that can never match. Resolving waits for the first entry."""
+    of ``ignore_fields`` that can never match. Resolving waits for the first entry.
+
+    Settings resolved from the same inputs passed these checks already (`_Kept`)."""
+    if _kept(_key(arguments)) is not None:
+        return
     resolve_mode(arguments.mode)
     if arguments.block_network is None:
         block_network_default()
@@ -101,10 +117,105 @@ def conversation_paths(explicit: tuple[str, ...] | None) -> tuple[tuple[str, ...
 
 
 def resolve(arguments: Arguments) -> Settings:
-    """Read mode, directory and hosts afresh: the environment may have changed."""
+    """Read mode, directory and hosts afresh: the environment may have changed.
+
+    What the same inputs gave before is given again (`_Kept`), under this test's name.
+    """
+    name = arguments.name or current_test_id()
+    key = _key(arguments)
+    kept = _kept(key)
+    if kept is None:
+        found = _resolve(arguments, name)
+        if key is _UNKEPT:
+            return found
+        kept = _Kept(_project.current(), found)
+        if len(_resolved) >= _KEEP:
+            _resolved.clear()
+        try:
+            _resolved[key] = kept
+        except TypeError:  # an argument that is no dict key (a list as normalize=)
+            return found
+    return kept.named(name)
+
+
+READS = (
+    "GHOSTRUN_MODE",
+    "CI",
+    "GHOSTRUN_CASSETTE_DIR",
+    "GHOSTRUN_HOSTS",
+    "GHOSTRUN_TOOL_HOSTS",
+    "GHOSTRUN_BLOCK_NETWORK",
+    MAX_AGE_ENV,
+    "GHOSTRUN_CONVERSATION_FIELDS",
+    FORK_ENV,
+)
+"""The environment variables `resolve` reads (besides ``PYTEST_CURRENT_TEST``, the name):
+its results are kept per their values (tests/recording/test_session_cost.py holds to it)."""
+
+CONFIGURED = (
+    "mode",
+    "suite_mode",
+    "cassette_dir",
+    "plugin_cassette_dir",
+    "hosts",
+    "ignore_urls",
+    "max_age",
+    "on_stale",
+    "normalize",
+    "conversation_fields",
+)
+"""What ``configure()`` and the pytest plugin set that `resolve` reads, likewise."""
+_configured = operator.attrgetter(*CONFIGURED)
+_KEEP = 64  # settings kept: a suite's few session shapes, however many tests
+_NAMES = 4096  # names kept per shape: a suite's tests, as its re-runs name them again
+
+
+class _Kept:
+    """Settings resolved from one set of inputs, with the project's table they were read
+    from, and under each test's name they were asked for since."""
+
+    __slots__ = ("names", "project", "settings")
+
+    def __init__(self, project: _project.Project, settings: Settings) -> None:
+        self.project, self.settings = project, settings
+        self.names: dict[str | None, Settings] = {settings.name: settings}
+
+    def named(self, name: str | None) -> Settings:
+        found = self.names.get(name)
+        if found is None:
+            if len(self.names) >= _NAMES:
+                self.names.clear()
+            found = self.names[name] = self.settings._replace(name=name)
+        return found
+
+
+_resolved: dict[Hashable, _Kept] = {}
+_UNKEPT: Hashable = object()  # a key that cannot be kept
+
+
+def _key(arguments: Arguments) -> Hashable:
+    """What resolving ``arguments`` depends on but the project's table and the name;
+    `_UNKEPT` when it cannot be kept (a forked run's plan counts its steps)."""
+    environment = _environ.stored(READS)
+    if environment[-1]:
+        return _UNKEPT
+    return (arguments[:2], arguments[3:], environment, _configured(settings))
+
+
+def _kept(key: Hashable) -> _Kept | None:
+    """What the inputs ``key`` says gave, if the project's table is the one read then."""
+    if key is _UNKEPT:
+        return None
+    try:
+        found = _resolved.get(key)
+    except TypeError:  # an argument that is no dict key (a list as normalize=)
+        return None
+    return found if found is not None and found.project is _project.current() else None
+
+
+def _resolve(arguments: Arguments, name: str | None) -> Settings:
     mode = resolve_mode(arguments.mode)
     cassette_dir = settings.resolve_cassette_dir(arguments.cassette_dir)
-    name = arguments.name or current_test_id()
     explicit = arguments.block_network
     block_network = block_network_default() if explicit is None else bool(explicit)
     shapes = settings.resolve_normalize() if arguments.normalize is None else arguments.normalize
@@ -135,5 +246,5 @@ def resolve(arguments: Arguments) -> Settings:
 
 def current_test_id() -> str | None:
     """The running pytest test's id, from the variable pytest sets for it."""
-    current = os.environ.get("PYTEST_CURRENT_TEST")
+    current = _environ.get("PYTEST_CURRENT_TEST")
     return current.rsplit(" (", 1)[0] if current else None

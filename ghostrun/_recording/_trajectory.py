@@ -177,8 +177,9 @@ def swap(tracker: Tracker) -> Tracker:
 
 def test_identity(deck: Deck) -> str:
     """The test a session belongs to: its name, else the script's file name."""
-    if deck.name:
-        return deck.name
+    name = deck.settings.name
+    if name:
+        return name
     return os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "__main__"
 
 
@@ -220,7 +221,7 @@ def session_closed(deck: Deck, failed: bool) -> Exception | None:
     """
     test = test_identity(deck)
     steps = in_order(deck)
-    recorded_now = any(step.recorded for step in steps)
+    recorded_now = bool(steps) and any(step.recorded for step in steps)
     if deck.mode is Mode.REBASE and failed:
         return None  # a rebase that missed keeps the recorded trajectory: it is re-recorded
     if _tracker.recorded(test, recorded_now):
@@ -234,6 +235,8 @@ def session_closed(deck: Deck, failed: bool) -> Exception | None:
 def in_order(deck: Deck) -> list[Step | ToolUse]:
     """The session's model calls (`settled`) and tool calls, in the order they happened."""
     raw, tools = deck.steps, deck.tools
+    if not (raw or tools):
+        return []
     kept = {id(step) for step in settled(raw)}
     out: list[Step | ToolUse] = []
     for position, step in enumerate(raw):

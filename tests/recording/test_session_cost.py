@@ -11,7 +11,9 @@ when the session closes (DESIGN §3).
 from __future__ import annotations
 
 import inspect
+import json
 import os
+import socket
 import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -356,3 +358,261 @@ def test_a_recorded_steps_response_is_read_once_for_its_trajectory(
                 events = list(response.iter_lines())
     assert any("data:" in line for line in events)
     assert len(parsed) == 1
+
+
+# -- a session per test under a runner's lease (issue 43) ------------------------------
+
+
+@pytest.fixture
+def leased() -> Iterator[None]:
+    """The roads held as the pytest plugin holds them for a run (the unittest mixin, a class)."""
+    release = _patch.lease()
+    try:
+        yield
+    finally:
+        release()
+
+
+def guard_hooks() -> tuple[Any, ...]:
+    """What the guard replaces in the socket module: the originals, or its hooks."""
+    return (socket.getaddrinfo, socket.gethostbyname, socket.socket.__dict__.get("connect"))
+
+
+def test_under_a_lease_a_replay_session_installs_no_guard_hook_and_still_refuses(
+    cassette_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DESIGN §2: under a lease the guard acts as without it. Its hooks are held with the
+    roads and ask whether anyone holds the guard: a replay session refuses, a record
+    session and no session let through, and the lease's end puts the originals back."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    port = listener.getsockname()[1]
+    guarded = (f"127.0.0.1:{port}",)
+    originals = guard_hooks()
+
+    def connect() -> None:
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()
+
+    release = _patch.lease()
+    try:
+        with ghostrun.session(mode="replay", cassette_dir=cassette_dir, hosts=guarded):
+            installed = guard_hooks()
+        assert installed != originals  # the first replay session installed them
+        for _ in range(3):
+            with pytest.raises(ghostrun.CacheMiss, match="replay mode never touches"):
+                with ghostrun.session(mode="replay", cassette_dir=cassette_dir, hosts=guarded):
+                    assert guard_hooks() == installed  # nothing installed anew
+                    connect()
+            assert guard_hooks() == installed  # nothing restored either
+            connect()  # no session: let through, as without the lease
+            with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=guarded):
+                connect()
+        # A resolver replaced between sessions (a test's fixture) is guarded all the same.
+        looked_up: list[Any] = []
+
+        def resolver(host: Any, *args: Any, **kwargs: Any) -> Any:
+            looked_up.append(host)
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", port))]
+
+        with monkeypatch.context() as patch:
+            patch.setattr(socket, "getaddrinfo", resolver)
+            with pytest.raises(ghostrun.CacheMiss):
+                with ghostrun.session(mode="replay", cassette_dir=cassette_dir, hosts=guarded):
+                    socket.getaddrinfo("127.0.0.1", port)
+            assert looked_up == []
+            assert socket.getaddrinfo("127.0.0.1", port)  # no session: the resolver answers
+            assert looked_up == ["127.0.0.1"]
+        with pytest.raises(ghostrun.CacheMiss):
+            with ghostrun.session(mode="replay", cassette_dir=cassette_dir, hosts=guarded):
+                socket.getaddrinfo("127.0.0.1", port)
+    finally:
+        release()
+        listener.close()
+    assert guard_hooks() == originals  # the exact originals, once the lease ended
+    assert all(a is b for a, b in zip(guard_hooks(), originals, strict=True))
+
+
+def test_a_session_per_test_resolves_its_settings_from_one_look_at_the_directory(
+    cassette_dir: Path, monkeypatch: pytest.MonkeyPatch, leased: None
+) -> None:
+    """Mode, directory, hosts, ignored URLs... each read the project's table for the working
+    directory: eleven ``getcwd`` a session. The settings resolved are kept per their inputs."""
+    empty_session(cassette_dir)
+    with counting(monkeypatch, os, "getcwd") as looked:
+        for _ in range(3):
+            empty_session(cassette_dir)
+    assert len(looked) <= 3 * 2  # where it is written (its check), and when it enters
+
+
+def test_kept_settings_follow_every_input_that_changes_between_sessions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, leased: None
+) -> None:
+    """The environment, configure(), the pytest plugin's settings, the working directory and
+    its [tool.ghostrun] table each change what the same session's arguments resolve to."""
+
+    def opened(**given: Any) -> ghostrun.Session:
+        with ghostrun.session(**given) as session:
+            return session
+
+    from ghostrun._core._config import settings
+
+    monkeypatch.chdir(tmp_path)
+    assert opened(mode="replay").cassette_dir == Path(".ghostrun_cache")
+    monkeypatch.setenv("GHOSTRUN_CASSETTE_DIR", str(tmp_path / "env"))
+    assert opened(mode="replay").cassette_dir == tmp_path / "env"
+    monkeypatch.setenv("GHOSTRUN_HOSTS", "env.example.test")
+    assert opened(mode="replay")._deck.matcher("env.example.test")
+    monkeypatch.setenv("GHOSTRUN_MODE", "replay")
+    assert opened(mode="auto").mode is ghostrun.Mode.REPLAY
+    monkeypatch.delenv("GHOSTRUN_MODE")
+    assert opened(mode="auto").mode is ghostrun.Mode.AUTO
+    monkeypatch.setenv("GHOSTRUN_BLOCK_NETWORK", "1")
+    assert opened(mode="replay").block_network
+    monkeypatch.setattr(settings, "suite_mode", ghostrun.Mode.REPLAY)  # pytest --ghostrun-replay
+    assert opened(mode="auto").mode is ghostrun.Mode.REPLAY
+    monkeypatch.undo()
+    monkeypatch.chdir(tmp_path)
+    try:
+        ghostrun.configure(hosts=["configured.example.test"])
+        assert opened(mode="replay")._deck.matcher("configured.example.test")
+    finally:
+        ghostrun.configure(hosts=None)
+    assert not opened(mode="replay")._deck.matcher("configured.example.test")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text(
+        '[tool.ghostrun]\ncassette_dir = "kept"\nhosts = ["table.example.test"]\n'
+    )
+    monkeypatch.chdir(project)
+    table = opened(mode="replay")
+    assert table.cassette_dir == project / "kept"
+    assert table._deck.matcher("table.example.test")
+    monkeypatch.chdir(tmp_path)
+    assert not opened(mode="replay")._deck.matcher("table.example.test")
+    monkeypatch.setenv("PYTEST_CURRENT_TEST", "tests/test_a.py::test_one (call)")
+    assert opened(mode="replay").name == "tests/test_a.py::test_one"
+    monkeypatch.setenv("PYTEST_CURRENT_TEST", "tests/test_a.py::test_two (call)")
+    assert opened(mode="replay").name == "tests/test_a.py::test_two"
+
+
+def test_the_kept_settings_are_keyed_on_every_variable_and_setting_resolving_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A variable or a ``configure()`` setting read while resolving, but left out of the
+    key (`_settings.READS`, `CONFIGURED`), would leave kept settings stale."""
+    import dataclasses
+
+    from ghostrun._core import _config
+    from ghostrun._recording import _settings
+
+    names: set[str] = set()
+    fields = {f.name for f in dataclasses.fields(_config.Settings)}
+
+    class Environment(dict[str, str]):
+        def get(self, key: str, default: Any = None) -> Any:
+            names.add(key)
+            return super().get(key, default)
+
+        def __getitem__(self, key: str) -> str:
+            names.add(key)
+            return super().__getitem__(key)
+
+        def __contains__(self, key: object) -> bool:
+            names.add(str(key))
+            return super().__contains__(key)
+
+    class Configured(_config.Settings):
+        def __getattribute__(self, name: str) -> Any:
+            if name in fields:
+                names.add(f"settings.{name}")
+            return super().__getattribute__(name)
+
+    spy = Configured(**{f: getattr(_config.settings, f) for f in fields})
+    monkeypatch.setattr(os, "environ", Environment(os.environ))
+    monkeypatch.setattr(_config, "settings", spy)
+    monkeypatch.setattr(_settings, "settings", spy)
+    monkeypatch.chdir(tmp_path)
+    arguments = ghostrun.session()._deck.arguments
+    _settings._resolve(arguments, None)
+    assert names - {"PYTEST_CURRENT_TEST"} <= {
+        *_settings.READS,
+        *(f"settings.{name}" for name in _settings.CONFIGURED),
+    }
+    assert "GHOSTRUN_MODE" in names and "settings.cassette_dir" in names  # it saw the reads
+
+
+def test_a_replayed_session_per_test_registers_its_exit_handler_only_after_another(
+    cassette_dir: Path, monkeypatch: pytest.MonkeyPatch, leased: None
+) -> None:
+    """Telemetry at exit (`_at_exit`): its handler is the newest, so it runs before the
+    handlers a framework registered in a session; re-registered when one was, only then."""
+    import atexit
+
+    from ghostrun._intercept import _at_exit
+
+    empty_session(cassette_dir)
+    with counting(monkeypatch, atexit, "register") as registered:
+        for _ in range(3):
+            empty_session(cassette_dir)
+    assert registered == []
+
+    def framework_flush() -> None:
+        """Registered inside a session, as openai-agents' trace exporter is."""
+
+    try:
+        with counting(monkeypatch, atexit, "register") as registered:
+            with ghostrun.session(mode="replay", cassette_dir=cassette_dir, hosts=LOOPBACK):
+                atexit.register(framework_flush)
+        assert registered == [framework_flush, _at_exit.answer_at_exit]
+    finally:
+        atexit.unregister(framework_flush)
+
+
+def test_a_session_that_did_nothing_adds_to_the_run_log_only_what_is_new(
+    cassette_dir: Path, monkeypatch: pytest.MonkeyPatch, leased: None
+) -> None:
+    from ghostrun._recording import _runlog
+
+    with _runlog.PROCESS.collecting(autoflush=False) as log:
+        empty_session(cassette_dir)
+        with counting(monkeypatch, _runlog, "_test") as entries:
+            for _ in range(3):
+                empty_session(cassette_dir)
+            with ghostrun.session(
+                mode="replay", cassette_dir=cassette_dir, hosts=LOOPBACK, ignore_fields=["seed"]
+            ):
+                pass
+        assert len(entries) == 1  # the new ignore_fields only
+        (directory,) = json.loads(log.export())["dirs"].values()
+        (test,) = directory["tests"].values()
+        assert test["ignore_fields"] == ["seed"]
+        log.clear()  # written: the next session's test is new to the log
+        empty_session(cassette_dir)
+        (directory,) = json.loads(log.export())["dirs"].values()
+        assert len(directory["tests"]) == 1
+
+
+def test_an_empty_replay_session_under_a_lease_runs_few_python_functions(
+    cassette_dir: Path, leased: None
+) -> None:
+    """Opening and closing a session is paid once per test: counted in Python function
+    calls (deterministic, unlike time), it was about 360 under the lease; what is left is its
+    settings looked up, its stacks, the roads' and the guard's counts, the variables its
+    children inherit, its trajectory checked and its run logged."""
+    import sys
+
+    calls = 0
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        nonlocal calls
+        calls += event == "call"
+
+    for _ in range(3):
+        empty_session(cassette_dir)
+    sys.setprofile(profile)
+    try:
+        empty_session(cassette_dir)
+    finally:
+        sys.setprofile(None)
+    assert calls <= 130, calls
