@@ -137,8 +137,9 @@ def _path(given: str | os.PathLike[str]) -> Path:
         return Path(given)
     if found is None:
         found = Path(given)
-        if len(_paths) < 256:
-            _paths[given] = found
+        if len(_paths) >= 256:  # a run of many directories (a temporary one a test)
+            _paths.clear()
+        _paths[given] = found
     return found
 
 

@@ -262,7 +262,9 @@ class RunLog:
             log["cassettes_used"].update(deck.used_keys)
             for miss in deck.misses[missed:]:
                 log["misses"].append({"test": name, "message": _scrub(str(miss), deck)})
-            if quiet is not None and directory in _absolute and len(self._quiet) < _QUIET:
+            if quiet is not None and directory in _absolute:
+                if len(self._quiet) >= _QUIET:  # a long run's older shapes: seen again, re-added
+                    self._quiet.clear()
                 self._quiet.add(quiet)
 
     def verdict(self, key: str, directory: Path) -> None:
@@ -310,7 +312,9 @@ class RunLog:
         if key is None:
             path = Path(directory)
             key = str(path.absolute())
-            if path.is_absolute() and len(_absolute) < 256:  # a relative one: as cwd is now
+            if path.is_absolute():  # a relative one: as cwd is now
+                if len(_absolute) >= 256:  # a run of many directories (a temporary one a test)
+                    _absolute.clear()
                 _absolute[directory] = key
         log = self._dirs.get(key)
         if log is None:

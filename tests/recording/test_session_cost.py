@@ -616,3 +616,21 @@ def test_an_empty_replay_session_under_a_lease_runs_few_python_functions(
     finally:
         sys.setprofile(None)
     assert calls <= 130, calls
+
+
+def test_a_run_past_many_directories_still_adds_a_quiet_session_to_its_log_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, leased: None
+) -> None:
+    """A suite whose tests each use a directory of their own (``tmp_path``) passes the
+    run log's directory cache: it starts afresh, it does not stop caching."""
+    from ghostrun._recording import _runlog
+
+    with _runlog.PROCESS.collecting(autoflush=False) as log:
+        for n in range(300):
+            empty_session(tmp_path / f"d{n}")
+        log.clear()
+        empty_session(tmp_path / "last")
+        with counting(monkeypatch, _runlog, "_test") as entries:
+            for _ in range(3):
+                empty_session(tmp_path / "last")
+        assert entries == []
