@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import html
 import json
-import re
 import sys
 from pathlib import Path
 
@@ -25,12 +24,11 @@ from .._branches import BranchError, fresh_branch, run_pytest, run_replay
 from .._candidate import Comparison, PerTest, Rate, compare_runs
 from ._args import PRICES_HELP, Subparsers, UsageError, add_command, cassette_dir, prices
 from ._console import out, out_json
-from ._fork import model_override
+from ._fork import model_override, safe_label
 
 __all__ = ["FORMATS", "add_parser", "render", "run"]
 
 FORMATS = ("text", "markdown", "json", "html")
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 def add_parser(subparsers: Subparsers) -> None:
@@ -63,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     model, models = model_override(args.model)
     table = prices(args)
     extra = ["-p", "no:cacheprovider", *(a for a in args.pytest_args if a != "--")]
-    name = _UNSAFE.sub("-", args.model.rpartition("=")[2]).strip(".-_")[:60] or "candidate"
+    name = safe_label(args.model, "candidate", 60)
     print(f"ghostrun compare: replaying the recording in {directory}", file=sys.stderr)
     run_replay(extra, directory)
     recorded = _runlog.load_run(_runlog.runs_dir(directory) / f"{_runlog.LAST}.json")

@@ -17,7 +17,7 @@ from ..._recording._fork import ForkError, ForkPlan, parse_set
 from .._branches import BranchError, fresh_branch, run_pytest, seed
 from ._args import Subparsers, UsageError, add_command, cassette_dir
 
-__all__ = ["add_parser", "model_override", "run"]
+__all__ = ["add_parser", "model_override", "run", "safe_label"]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -86,5 +86,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _default_name(model: str | None, at: int) -> str:
-    shown = _UNSAFE.sub("-", (model or "fork").rpartition("=")[2]).strip(".-_") or "fork"
-    return f"{shown}-at-{at}"[:100]
+    return f"{safe_label(model or 'fork', 'fork')}-at-{at}"[:100]
+
+
+def safe_label(model: str, fallback: str, limit: int | None = None) -> str:
+    """A ``--model`` value (``[from=]to``) as a name for a folder: its target model, with
+    only letters, digits and ``._-``, at most ``limit`` long; ``fallback`` if nothing is left."""
+    return _UNSAFE.sub("-", model.rpartition("=")[2]).strip(".-_")[:limit] or fallback
