@@ -9,6 +9,8 @@
                       ``openai_agents``, newest versions otherwise
     nox -s oldest     every road library pinned at the lowest version pyproject.toml's
                       ``roads`` extra claims; the roads-and-replay tests
+    nox -s mcp_oldest the MCP road's tests with mcp at the lowest version its ``mcp``
+                      extra claims (a 1.x), everything else as it resolves
 
 Each session prints the versions of the road libraries and SDKs it resolved
 before any test runs. When ``newest`` or ``oldest`` fails, it names the
@@ -40,7 +42,7 @@ EXTRAS: dict[str, list[str]] = PYPROJECT["project"]["optional-dependencies"]
 ROADS = [re.split(r"[<>=!~ ;\[]", spec, maxsplit=1)[0] for spec in EXTRAS["roads"]]
 """The road libraries: the ``roads`` extra, each with the lowest version supported."""
 SDKS = ["openai", "anthropic", "groq", "ollama", "google-genai", "litellm", "boto3", "dspy"]
-SHOWN = [*ROADS, *SDKS, "openai-agents", "pytest"]
+SHOWN = [*ROADS, "mcp", *SDKS, "openai-agents", "pytest"]
 """The versions each session prints and records."""
 
 AGENTS = "openai-agents"
@@ -208,6 +210,30 @@ def oldest(session: nox.Session) -> None:
     if wrong:
         session.error(f"oldest did not resolve its pins: {wrong}; resolved {versions}")
     _pytest(session, "oldest", versions, *_road_args(session, *OLDEST_SKIPS), "-n", "2")
+
+
+MCP_TESTS = [
+    "tests/intercept/test_mcp_stdio.py",
+    "tests/intercept/test_mcp_http.py",
+    "tests/store/test_mcpcassette.py",
+]
+"""The MCP road's tests: mcp's own client, openai-agents' ``MCPServerStdio``, over stdio and
+streamable HTTP."""
+MCP_OLDEST_SKIPS = ("tests/intercept/test_mcp_stdio.py::test_pydantic_ai_stdio_toolset_replays",)
+"""pydantic-ai's MCP toolsets need mcp 2: left out of the lane with mcp 1.x."""
+
+
+@nox.session
+def mcp_oldest(session: nox.Session) -> None:
+    """The MCP road with mcp at the lowest version supported (a 1.x: openai-agents allows it,
+    and its stdio client drives the server's process unlike 2.x); the rest as it resolves."""
+    pin = _lowest(EXTRAS["mcp"][0])
+    session.install("-e", ".", *_test_deps(("mcp", "pydantic-ai-slim")), pin)
+    versions = _versions(session)
+    if _off_pin(versions.get("mcp"), pin):
+        session.error(f"mcp_oldest did not resolve {pin}; resolved {versions}")
+    skips = [arg for test in MCP_OLDEST_SKIPS for arg in ("--deselect", test)]
+    _pytest(session, "mcp-oldest", versions, *MCP_TESTS, *skips, "-n", "2")
 
 
 def _off_pin(version: str | None, pin: str) -> bool:

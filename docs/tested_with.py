@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 HERE = Path(__file__).parent
-LANES = ("oldest", "tests", "agents", "newest")
+LANES = ("oldest", "mcp-oldest", "tests", "agents", "newest")
 ROADS = ("httpx", "httpx2", "aiohttp", "urllib3", "requests", "websockets", "botocore")
 
 
@@ -28,7 +28,8 @@ def render(results: dict[str, dict[str, object]]) -> str:
         "passed. `oldest` pins every road library at the lowest version ghostrun supports "
         "(`pyproject.toml`'s `roads` extra), `newest` takes the newest release of every road "
         "library and SDK on the day it ran, `tests` is the default install of `.[test]`, "
-        "`agents` keeps openai-agents (which caps websockets below 17). See "
+        "`agents` keeps openai-agents (which caps websockets below 17), `mcp-oldest` runs the "
+        "MCP road's tests with mcp at the lowest version supported. See "
         "[the roads we intercept](roads.md).",
         "",
         "| package | " + " | ".join(lanes) + " |",

@@ -17,12 +17,20 @@ import sys
 import warnings
 
 import mcp.types as types
-from mcp.server.mcpserver import Context, MCPServer
-from mcp.shared.exceptions import MCPDeprecationWarning
 
-# Logging to the client is deprecated in the newest MCP, yet servers still do it: a test needs
-# both kinds of notification, without the warning on every call.
-warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
+MCP_1 = False
+try:  # mcp 2.x
+    from mcp.server.mcpserver import Context, MCPServer
+    from mcp.shared.exceptions import MCPDeprecationWarning
+
+    # Logging to the client is deprecated in the newest MCP, yet servers still do it: a test
+    # needs both kinds of notification, without the warning on every call.
+    warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
+except ImportError:  # mcp 1.x (the oldest lane): the same server under its 1.x names
+    from mcp.server.fastmcp import Context
+    from mcp.server.fastmcp import FastMCP as MCPServer
+
+    MCP_1 = True
 
 ORDERS = {
     "A123": "Order A123: shipped on 2026-11-30, 2 items, carrier ParcelCo.",
@@ -64,6 +72,11 @@ if __name__ == "__main__":
         with open(starts, "a", encoding="utf-8") as file:
             file.write(f"{os.getpid()}\n")
     if len(sys.argv) > 2 and sys.argv[1] == "--http":  # streamable HTTP on a loopback port
-        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+        host, port = "127.0.0.1", int(sys.argv[2])
+        if MCP_1:  # 1.x takes the address from its settings
+            server.settings.host, server.settings.port = host, port
+            server.run("streamable-http")
+        else:
+            server.run("streamable-http", host=host, port=port)
     else:
         server.run("stdio")

@@ -113,7 +113,7 @@ class McpStdioAdapter:
                 f"mcp {metadata.version('mcp')} has no mcp.client.stdio.{HOOK}, the function "
                 "its stdio client starts a server with, which ghostrun replaces to record and "
                 "replay MCP servers over stdio. Install an mcp ghostrun supports "
-                "(docs/roads.md): pip install 'mcp>=2,<3'."
+                "(docs/roads.md): pip install 'mcp>=1.21.2,<3'."
             )
         return True
 
@@ -394,6 +394,12 @@ class PlayedProcess:
         await self.stdin.aclose()
         await self.stdout.aclose()
 
+    async def __aenter__(self) -> PlayedProcess:  # mcp 1.x opens it as ``async with process``
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
 
 class _PlayedStdin:
     def __init__(self, process: PlayedProcess, player: Player, stdout: Any) -> None:
@@ -493,6 +499,12 @@ class TapedProcess:
     async def aclose(self) -> None:
         await self._inner.aclose()
         self._recorder.finish()
+
+    async def __aenter__(self) -> TapedProcess:  # mcp 1.x: ``async with process``, as anyio's
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
 
 class _TapedStdin:

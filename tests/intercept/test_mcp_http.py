@@ -1,6 +1,7 @@
-"""MCP over streamable HTTP (mcp 2.x) on a listed host: replay makes the requests made live.
+"""MCP over streamable HTTP on a listed host: replay makes the requests made live.
 
-The server (``tests/mcp_orders_server.py --http PORT``) runs on loopback while the client
+mcp 1.21.2 to 2.x (the ``mcp_oldest`` lane runs the lowest). The server
+(``tests/mcp_orders_server.py --http PORT``) runs on loopback while the client
 records in a child process, then is stopped by its pid; a fresh child process replays. The
 client only opens its GET listener and closes with a DELETE when the server gave it an
 ``Mcp-Session-Id``, so the cassette must keep that header (``_secrets._headers``). Its
@@ -27,13 +28,17 @@ import json, sys
 import anyio
 import ghostrun
 from mcp import ClientSession
-from mcp.client.streamable_http import streamable_http_client
+try:
+    from mcp.client.streamable_http import streamable_http_client
+except ImportError:  # mcp before 1.2x named it so
+    from mcp.client.streamable_http import streamablehttp_client as streamable_http_client
 
 url, cassette_dir, host = sys.argv[1], sys.argv[2], sys.argv[3]
 
 async def main():
     with ghostrun.session(cassette_dir=cassette_dir, hosts=[host], name="mcp-http") as s:
-        async with streamable_http_client(url) as (read, write):
+        async with streamable_http_client(url) as streams:  # mcp 1.x adds a third
+            read, write = streams[0], streams[1]
             async with ClientSession(read, write) as client:
                 await client.initialize()
                 result = await client.call_tool("lookup_order", {"order_id": "A123"})

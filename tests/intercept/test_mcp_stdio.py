@@ -14,6 +14,7 @@ file descriptor.
 
 from __future__ import annotations
 
+import re
 import shutil
 import sys
 from collections.abc import Callable, Iterator
@@ -111,6 +112,42 @@ async def test_mcp_client_replays_with_no_process(server: Server, cassette_dir: 
     assert "Order A123: shipped" in live[-1][1]
     assert server.started == 1  # none started in replay
     assert (replay.replayed, replay.recorded) == (1, 0)
+
+
+async def _as_mcp_1_drives_it(server: Server) -> Any:
+    """mcp 1.x's ``stdio_client`` opens the server's process as ``async with process:`` and
+    reads, writes and closes inside; 2.x closes it itself. Both go through the hook."""
+    create = mcp.client.stdio._create_platform_compatible_process  # type: ignore[attr-defined]
+    process = await create(sys.executable, [str(server.script)], env=server.env)
+    async with process:
+        hello = {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "mcp-1", "version": "1"},
+            },
+        }
+        await process.stdin.send(orjson.dumps(hello) + b"\n")
+        answer = orjson.loads(await process.stdout.receive())
+    return process, answer
+
+
+async def test_the_process_opens_and_closes_as_a_context_manager_as_mcp_1_drives_it(
+    server: Server, cassette_dir: Path
+) -> None:
+    with ghostrun.session(mode="record", cassette_dir=cassette_dir) as recording:
+        _taped, live = await _as_mcp_1_drives_it(server)
+    assert live["result"]["serverInfo"]["name"] == "orders"
+    assert (server.started, recording.recorded) == (1, 1)  # closed by ``async with``: written
+    server.remove()
+    with ghostrun.session(mode="replay", cassette_dir=cassette_dir) as replay:
+        played, answer = await _as_mcp_1_drives_it(server)
+    assert answer == live
+    assert played.returncode == 0  # ended by the close, as a server's process ends
+    assert (server.started, replay.replayed) == (1, 1)
 
 
 async def test_the_cassette_holds_the_launch_and_no_secret(
@@ -427,7 +464,7 @@ def test_an_mcp_without_the_hook_is_unsupported(monkeypatch: pytest.MonkeyPatch)
     from ghostrun._intercept import _mcp_stdio
 
     monkeypatch.delattr(mcp.client.stdio, _mcp_stdio.HOOK)
-    with pytest.raises(ghostrun.UnsupportedLibrary, match=r"mcp 2\.\d+\.\d+ has no"):
+    with pytest.raises(ghostrun.UnsupportedLibrary, match=r"mcp \d+\.\d+\.\d+ has no"):
         _mcp_stdio.McpStdioAdapter().check()
 
 
@@ -449,5 +486,5 @@ def test_show_reads_an_mcp_cassette(tmp_path: Path) -> None:
     shown = render_file(path, load(path, "cassette"))  # type: ignore[arg-type]
     assert "mcp stdio cassette" in shown
     assert "LAUNCH python orders_server.py" in shown
-    assert '-> client  {"id":2,"jsonrpc":"2.0","method":"tools/call"' in shown
+    assert re.search(r'-> client  \{"id":\d+,"jsonrpc":"2.0","method":"tools/call"', shown)
     assert orjson.loads(path.read_bytes())["kind"] == "mcp-stdio"
