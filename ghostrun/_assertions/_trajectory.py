@@ -38,11 +38,12 @@ from .._recording._steps import (
     ToolCall,
     answer_text,
     endpoint,
+    mcp_http_call,
     settled,
     tokens_used,
     tool_calls,
 )
-from .._recording._trajectory import step_record
+from .._recording._trajectory import step_record, tool_record
 from .._store._formats import ToolStep
 from ._expect import _grade
 from ._outcome import block, check, failure_message
@@ -72,6 +73,15 @@ class _Read:
     tokens: Tokens | None
 
 
+def _as_run(step: Step) -> _Read | ToolStep:
+    """A step as the checks see it: a model call, or a tool step (a tool host's exchange, a
+    ``tools/call`` over MCP's HTTP)."""
+    use = mcp_http_call(step)
+    if use is not None:
+        return tool_record(use, 0)
+    return step_record(step, 0) if step.tool else _read(step)  # type: ignore[return-value]  # a tool step
+
+
 @public
 def expect_trajectory(session: Session) -> TrajectoryExpectation:
     """Checks on the steps of ``session``'s latest run (call it after, or inside, the block)."""
@@ -88,10 +98,7 @@ class TrajectoryExpectation:
     """The steps of one session, and the checks on them; each check returns ``self``."""
 
     def __init__(self, steps: Sequence[Step], *, where: tuple[Mode, Any] | None = None) -> None:
-        self._run: list[_Read | ToolStep] = [
-            step_record(step, 0) if step.tool else _read(step)  # type: ignore[misc]  # a tool step
-            for step in settled(list(steps))
-        ]
+        self._run: list[_Read | ToolStep] = [_as_run(step) for step in settled(list(steps))]
         self._steps = [step for step in self._run if isinstance(step, _Read)]
         self._where = where  # the session's mode and cassette directory, for the judge
 

@@ -42,6 +42,7 @@ __all__ = [
     "endpoint",
     "first_words",
     "mcp_http_call",
+    "mcp_plumbing",
     "model_name",
     "new_messages",
     "prompt_words",
@@ -118,9 +119,7 @@ def mcp_http_call(step: Step) -> ToolUse | None:
     event of the stream) with the request's id. The server is the URL's host and port.
     """
     request = step.request_json()
-    if not isinstance(request, dict) or request.get("method") != "tools/call":
-        return None
-    if request.get("jsonrpc") != "2.0":
+    if not _tool_call(request) or not _json_rpc(request):
         return None
     params = request.get("params")
     if not isinstance(params, dict):
@@ -156,16 +155,51 @@ def model_name(body: Any, url: str) -> str | None:
 
 
 def settled(steps: list[Step]) -> list[Step]:
-    """The steps without the transient failures (429, 5xx) an SDK retried past.
+    """The steps a session counts: without the transient failures (429, 5xx) an SDK retried
+    past, and without MCP's session plumbing over HTTP (`mcp_plumbing`).
 
     The cassette drops such a response when its retry is written (DESIGN §3), so
     neither replay nor the trajectory counts it as a step.
     """
+    plumbing = mcp_plumbing(steps)
     return [
         step
         for index, step in enumerate(steps)
         if not (step.recording.transient and any(s.key == step.key for s in steps[index + 1 :]))
+        and id(step) not in plumbing
     ]
+
+
+def mcp_plumbing(steps: list[Step]) -> set[int]:
+    """The steps (by ``id``) that keep an MCP session over streamable HTTP, not calls.
+
+    An agent's MCP client says ``initialize``, lists tools, answers the server,
+    opens a GET listener and closes with a DELETE at the server's endpoint: none
+    is a model call, nor a tool call (a ``tools/call`` is: `mcp_http_call`), so a
+    trajectory keeps none of them, as the stdio road keeps only its calls. They
+    are JSON-RPC posts (no provider API speaks JSON-RPC), and the GET or DELETE
+    with no body at an endpoint that took one.
+    """
+    rpc = [s for s in steps if b'"jsonrpc"' in s.body and _json_rpc(s.request_json())]
+    if not rpc:
+        return set()
+    endpoints = {endpoint(s.url) for s in rpc}
+    return {id(s) for s in rpc if not _tool_call(s.request_json())} | {
+        id(s)
+        for s in steps
+        if s.method in ("GET", "DELETE") and not s.body and endpoint(s.url) in endpoints
+    }
+
+
+def _json_rpc(message: Any) -> bool:
+    """A JSON-RPC 2.0 message, or a batch of them."""
+    if isinstance(message, list):
+        return bool(message) and all(map(_json_rpc, message))
+    return isinstance(message, dict) and message.get("jsonrpc") == "2.0"
+
+
+def _tool_call(message: Any) -> bool:
+    return isinstance(message, dict) and message.get("method") == "tools/call"
 
 
 def endpoint(url: str) -> str:

@@ -15,11 +15,15 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import ROOT, run_python
+from simulator import ProviderSimulator
+
+import ghostrun
 
 SERVER = ROOT / "tests" / "mcp_orders_server.py"
 
@@ -120,3 +124,82 @@ def test_streamable_http_replays_every_request_in_a_fresh_process(
         "arguments": {"order_id": "A123"},
         "result": "Order A123: shipped on 2026-11-30, 2 items, carrier …",
     }
+
+
+# -- agents over streamable HTTP, in this process ---------------------------------------------
+
+
+async def _pydantic_ai_run(provider: ProviderSimulator, url: str) -> str:
+    from pydantic_ai import Agent
+    from pydantic_ai.mcp import MCPToolset
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    async with _openai(provider) as client:
+        model = OpenAIChatModel("gpt-sim", provider=OpenAIProvider(openai_client=client))
+        agent = Agent(model, instructions="Use the tools.", toolsets=[MCPToolset(url)])
+        async with agent:
+            result = await agent.run("Where is order A123?")
+    return str(result.output)
+
+
+async def _agents_run(provider: ProviderSimulator, url: str) -> str:
+    from agents import Agent, OpenAIChatCompletionsModel, RunConfig, Runner
+    from agents.mcp import MCPServerStreamableHttp
+
+    async with _openai(provider) as client:
+        model = OpenAIChatCompletionsModel(model="gpt-sim", openai_client=client)
+        async with MCPServerStreamableHttp(params={"url": url}, name="orders") as server:
+            agent = Agent(
+                name="support", instructions="Use the tools.", model=model, mcp_servers=[server]
+            )
+            untraced = RunConfig(tracing_disabled=True)
+            result = await Runner.run(agent, "Where is order A123?", run_config=untraced)
+    return str(result.final_output)
+
+
+def _openai(provider: ProviderSimulator) -> Any:
+    import openai
+
+    return openai.AsyncOpenAI(base_url=provider.url("/v1"), api_key="sk-test", max_retries=0)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "run", [_pydantic_ai_run, pytest.param(_agents_run, marks=pytest.mark.openai_agents)]
+)
+async def test_an_agents_mcp_bookkeeping_over_http_is_no_model_call(
+    run: Callable[[ProviderSimulator, str], Any],
+    provider: ProviderSimulator,
+    http_server: tuple[str, subprocess.Popen[bytes]],
+    tmp_path: Path,
+) -> None:
+    """Listed in ``hosts=`` (not ``tool_hosts=``), the MCP server's initialize, tools/list,
+    listener GET and closing DELETE are neither model calls nor the run's answer: the
+    trajectory says model, tool, model, and the answer is the model's last words."""
+    url, process = http_server
+    provider.tool_plan = ["lookup_order"]
+    hosts = [provider.base_url, url.split("/")[2]]
+    cassette_dir = tmp_path / "cassettes"
+    with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=hosts, name="agent"):
+        live = await run(provider, url)
+    assert "Order A123: shipped" in live
+    process.terminate()
+    process.wait(timeout=10)
+    provider.stop()
+    with ghostrun.session(
+        mode="replay", cassette_dir=cassette_dir, hosts=hosts, name="agent"
+    ) as replay:
+        assert await run(provider, url) == live
+        ghostrun.expect_trajectory(replay).at_most_steps(2)
+        assert ghostrun.expect_trajectory(replay).steps == 2
+    (path,) = (cassette_dir / "trajectories").glob("*.json")
+    steps = [s for s in json.loads(path.read_text())["steps"] if s["session"] == 0]
+    assert [s.get("kind", "model") for s in steps] == ["model", "tool", "model", "answer"]
+    answer = steps[-1]["text"].removesuffix("…").rstrip()
+    assert answer and live.startswith(answer)  # the model's first words, not an MCP reply's

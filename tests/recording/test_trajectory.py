@@ -383,3 +383,30 @@ def test_a_transient_failure_retried_past_is_no_step(
     new_process()
     with ghostrun.session(mode="replay", cassette_dir=cassette_dir, hosts=LOOPBACK, name=TEST):
         ask()  # one step, as recorded: nothing unplayed
+
+
+def test_only_json_rpc_messages_and_their_endpoints_plumbing_are_mcp_plumbing() -> None:
+    """A prompt that quotes JSON-RPC is still a model call; a batch, a reply to the server,
+    and the GET and DELETE at the endpoint that took JSON-RPC are plumbing; a
+    ``tools/call`` is the tool step, and a GET elsewhere is whatever it was."""
+    from ghostrun._recording._steps import Step, mcp_plumbing, settled
+    from ghostrun._store._cassette import Recording
+
+    ok = Recording(200, [], b"{}")
+    mcp, api = "http://127.0.0.1:8000/mcp", "https://api.openai.com/v1/chat/completions"
+
+    def step(method: str, url: str, body: object = None) -> Step:
+        sent = b"" if body is None else orjson.dumps(body)
+        return Step(method, url, "k", 0, sent, ok)
+
+    quoting = step("POST", api, {"model": "m", "messages": [{"content": '"jsonrpc": "2.0"'}]})
+    hello = step("POST", mcp, {"jsonrpc": "2.0", "id": 0, "method": "initialize"})
+    batch = step("POST", mcp, [{"jsonrpc": "2.0", "method": "notifications/initialized"}])
+    reply = step("POST", mcp, {"jsonrpc": "2.0", "id": 7, "result": {}})
+    call = step("POST", mcp, {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {}})
+    listen, close = step("GET", mcp), step("DELETE", mcp + "?session=1")
+    other = step("GET", "http://127.0.0.1:8000/health")
+    steps = [quoting, hello, batch, reply, call, listen, close, other]
+    assert mcp_plumbing(steps) == {id(s) for s in (hello, batch, reply, listen, close)}
+    assert settled(steps) == [quoting, call, other]
+    assert mcp_plumbing([quoting, other]) == set()  # no JSON-RPC: nothing is plumbing
