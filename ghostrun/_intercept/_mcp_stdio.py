@@ -295,7 +295,7 @@ class Player:
     ) -> None:
         self.deck, self.launch, self.key, self.secrets = deck, launch, key, secrets
         self.index = index
-        self.script = Script(connection, deck.ignore, canonical_message)
+        self.script = Script(connection, deck.ignore, canonical_message, deck.normalizer)
         self.ids = IdMap()
         self.calls = ToolCalls()
         self.sent = 0

@@ -166,13 +166,14 @@ class Player:
         self.pairs, self.params = handshake
         self.secrets = secrets_of(*handshake)
         self.ignore = deck.ignore
+        self.normalize = deck.normalizer
         self.loaded: dict[str, list[Conversation]] = {}
         # The first recorded conversation answers the handshake and any greeting.
         first = next((c[0] for c in map(self._load, keys) if c), None)
         self.handshake: Conversation | None = first
         self.script: Script | None = None
         self.key = ""
-        self.greeting = Script(first or Conversation(url), self.ignore)
+        self.greeting = Script(first or Conversation(url), self.ignore, None, self.normalize)
         self.greeted = 0
         self.lock = threading.Lock()
         if first is not None:
@@ -237,13 +238,14 @@ class Player:
         return Recorder(self.deck, self.url, self.pairs, self.params), self.greeted
 
     def _choose(self, frame: Frame) -> Script:
-        key = conversation_key(self.url, frame, self.ignore)
+        key = conversation_key(self.url, frame, self.ignore, self.normalize)
         conversations = self._load(key) if key in self.keys else []
         if conversations:
             index = self.deck.next_index(key)
             if index >= len(conversations) and self.deck.mode is Mode.AUTO:
                 raise NeedsLive(key)  # past the last recorded one: auto records another
-            script = Script(conversations[min(index, len(conversations) - 1)], self.ignore)
+            conversation = conversations[min(index, len(conversations) - 1)]
+            script = Script(conversation, self.ignore, None, self.normalize)
             script.skip_server(self.greeted)
             self.key = key
             return script
@@ -399,7 +401,8 @@ class Recorder:
             hooked(deck, conversation.url, e, secrets) for e in conversation.events
         ]
         # Keyed as it is stored, so that replay, which compares masked frames, finds it.
-        key = conversation_key(conversation.url, conversation.first_client_frame(), deck.ignore)
+        first = conversation.first_client_frame()
+        key = conversation_key(conversation.url, first, deck.ignore, deck.normalizer)
         deck.next_index(key)
         path = deck.cassette_dir / f"{key}.json"
         with deck.writing(key) as fresh:

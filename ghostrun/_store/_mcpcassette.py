@@ -57,6 +57,7 @@ from typing import Any, Final
 
 import orjson
 
+from .._core._normalize import Normalizer
 from .._secrets._credentials import SECRET_SHAPES, could_be_credential, is_credential_param
 from .._secrets._mask import MASK
 from ._formats import Frame, FrameEvent, LaunchRecord, McpConnectionRecord, McpStdioFile
@@ -216,12 +217,16 @@ def message_of(frame: Frame) -> Any:
 # -- matching ---------------------------------------------------------------------------------
 
 
-def canonical_message(frame: Frame, ignore: Sequence[tuple[str, ...]] = ()) -> bytes:
-    """A client message as matching sees it: the client's own ids made equal."""
+def canonical_message(
+    frame: Frame, ignore: Sequence[tuple[str, ...]] = (), normalize: Normalizer | None = None
+) -> bytes:
+    """A client message as matching sees it: the client's own ids made equal, and the shapes
+    the session's ``normalize=`` names (a date or a uuid in a tool's arguments)."""
     if "json" not in frame:
-        return b"text:" + str(frame.get("text", "")).encode("utf-8")
-    value = _lenient(frame["json"])
-    return b"json:" + canonical_body(orjson.dumps(value), "application/json", ignore)
+        text = str(frame.get("text", ""))
+        return b"text:" + (text if normalize is None else normalize.text(text)).encode("utf-8")
+    value = orjson.dumps(_lenient(frame["json"]))
+    return b"json:" + canonical_body(value, "application/json", ignore, normalize)
 
 
 def _lenient(message: Any) -> Any:

@@ -61,6 +61,7 @@ from typing import Any, Final, Literal, TypeVar
 import orjson
 
 from .._core._files import parse_json
+from .._core._normalize import Normalizer
 from ._formats import (
     ConversationRecord,
     Frame,
@@ -74,6 +75,7 @@ from ._render import render_body
 __all__ = [
     "FORMAT_VERSION",
     "KIND",
+    "Canonical",
     "Close",
     "Conversation",
     "Frame",
@@ -86,6 +88,9 @@ __all__ = [
     "parse_document",
     "url_prefix",
 ]
+
+Canonical = Callable[[Frame, Sequence[tuple[str, ...]], Normalizer | None], bytes]
+"""How a client frame is compared: the frame, the fields to leave out, the shapes to equal."""
 
 FORMAT_VERSION = 1
 KIND: Final = "websocket"
@@ -235,16 +240,18 @@ def decode_frame(frame: Any) -> str | bytes:
     raise ValueError(f"unknown frame encoding {kind!r}")
 
 
-def canonical_frame(frame: Frame, ignore: Sequence[tuple[str, ...]] = ()) -> bytes:
-    """A client frame as matching sees it (see the module docstring)."""
+def canonical_frame(
+    frame: Frame, ignore: Sequence[tuple[str, ...]] = (), normalize: Normalizer | None = None
+) -> bytes:
+    """A client frame as matching sees it (see the module docstring; ``normalize``: the
+    session's ``normalize=``, as a request body's)."""
     if "json" in frame or "binary_json" in frame:
         kind: Literal["json", "binary_json"] = "json" if "json" in frame else "binary_json"
-        value = _lenient_ids(frame[kind], "")
-        return (
-            kind.encode() + b":" + canonical_body(orjson.dumps(value), "application/json", ignore)
-        )
+        value = orjson.dumps(_lenient_ids(frame[kind], ""))
+        return kind.encode() + b":" + canonical_body(value, "application/json", ignore, normalize)
     if "text" in frame:
-        return b"text:" + str(frame["text"]).encode("utf-8")
+        text = str(frame["text"])
+        return b"text:" + (text if normalize is None else normalize.text(text)).encode("utf-8")
     return b"base64:" + str(frame.get("base64", "")).encode("ascii")
 
 
@@ -263,9 +270,17 @@ def url_prefix(url: str) -> str:
     return match_key("WEBSOCKET", url, b"")[:16]
 
 
-def conversation_key(url: str, first: Frame | None, ignore: Sequence[tuple[str, ...]]) -> str:
-    canonical = b"" if first is None else canonical_frame(first, ignore)
-    return url_prefix(url) + match_key("WEBSOCKET", url, canonical)[16:]
+def conversation_key(
+    url: str,
+    first: Frame | None,
+    ignore: Sequence[tuple[str, ...]],
+    normalize: Normalizer | None = None,
+) -> str:
+    """A conversation's cassette key: its URL and first client frame, seen as a request's
+    URL and body are (``ignore_fields``, ``normalize``)."""
+    canonical = b"" if first is None else canonical_frame(first, ignore, normalize)
+    keyed = url if normalize is None else normalize.url(url)
+    return url_prefix(url) + match_key("WEBSOCKET", keyed, canonical)[16:]
 
 
 def frame_diff(recorded: Frame | None, sent: Frame, name: str, what: str = "frame") -> list[str]:
@@ -308,14 +323,17 @@ class Script:
         self,
         conversation: Conversation | Any,
         ignore: Sequence[tuple[str, ...]],
-        canonical: Callable[[Frame, Sequence[tuple[str, ...]]], bytes] | None = None,
+        canonical: Canonical | None = None,
+        normalize: Normalizer | None = None,
     ) -> None:
         """``conversation``: anything with ``events`` (an MCP connection too); ``canonical``:
-        how a client frame is compared (`canonical_frame` unless given)."""
+        how a client frame is compared (`canonical_frame` unless given), with the fields
+        ``ignore`` names left out and the shapes ``normalize`` names made equal."""
         self.conversation = conversation
         self.events: list[FrameEvent] = conversation.events
         self.ignore = ignore
         self.canonical = canonical or canonical_frame
+        self.normalize = normalize
         self.position = 0
         self.due: deque[FrameEvent] = deque()
 
@@ -347,8 +365,9 @@ class Script:
             self.position += 1
         event: FrameEvent = self.events[self.position] if self.position < len(self.events) else {}
         recorded = event.get("client")
-        if recorded is not None and self.canonical(recorded, self.ignore) == self.canonical(
-            sent, self.ignore
+        ignore, shapes = self.ignore, self.normalize
+        if recorded is not None and self.canonical(recorded, ignore, shapes) == self.canonical(
+            sent, ignore, shapes
         ):
             self.position += 1
             return True

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 import shutil
 import sys
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -193,6 +194,25 @@ async def test_a_changed_argument_is_a_miss_naming_the_tool(
     assert '+params.arguments.order_id: "B456"' in message
     assert "+++ this message" in message
     assert server.started == 1
+
+
+async def test_normalize_makes_a_fresh_id_in_a_tools_arguments_match(
+    server: Server, cassette_dir: Path
+) -> None:
+    """An agent passes a tool an id it minted this run: ``normalize=["uuid"]`` matches the
+    recorded call, as it matches a request body; without it, the call misses."""
+    recorded_id, todays_id = str(uuid.uuid4()), str(uuid.uuid4())
+    with ghostrun.session(mode="record", cassette_dir=cassette_dir, normalize=["uuid"]):
+        live = await lookup(server, f"A123-{recorded_id}")
+    server.remove()
+    with ghostrun.session(mode="replay", cassette_dir=cassette_dir, normalize=["uuid"]) as replay:
+        replayed = await lookup(server, f"A123-{todays_id}")
+    assert replayed == live  # the recorded answer, which names the recorded id
+    assert live[-1] == ("result", f"No order A123-{recorded_id}.")
+    assert (replay.replayed, server.started) == (1, 1)
+    with pytest.raises(ghostrun.CacheMiss, match="tools/call of 'lookup_order'"):
+        with ghostrun.session(mode="replay", cassette_dir=cassette_dir):
+            await lookup(server, f"A123-{todays_id}")
 
 
 async def test_replay_without_a_recording_starts_nothing(

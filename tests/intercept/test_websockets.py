@@ -313,6 +313,28 @@ def test_ignore_fields_apply_to_client_frames(
     assert '+metadata.trace_id: "trace-2"' in str(missed.value)
 
 
+def test_normalize_applies_to_client_frames_and_the_conversations_key(
+    ws_provider: WebSocketSimulator, cassette_dir: Path
+) -> None:
+    """A timestamp the app writes into its frames, the first one (the key) and a later one,
+    matches under ``normalize=``, as in a request body; without it, the first frame misses."""
+    url = ws_provider.url("/echo")
+
+    def talk(day: str, **session: Any) -> Any:
+        with ghostrun.session(cassette_dir=cassette_dir, hosts=LOOPBACK, **session):
+            with sync_client.connect(url) as ws:
+                ws.send(json.dumps({"type": "hello", "at": f"{day}T09:00:00Z"}))
+                ws.recv()
+                ws.send(json.dumps({"type": "ask", "at": f"{day}T09:00:05Z"}))
+                return json.loads(ws.recv())
+
+    first = talk("2026-12-06", mode="auto", normalize=["iso_datetime"])
+    ws_provider.stop()
+    assert talk("2026-12-07", mode="replay", normalize=["iso_datetime"]) == first
+    with pytest.raises(ghostrun.CacheMiss, match="starts with this frame"):
+        talk("2026-12-07", mode="replay")
+
+
 # -- aiohttp ws_connect ----------------------------------------------------------------------
 
 
