@@ -6,8 +6,8 @@ process id to the file ``ORDERS_SERVER_STARTS`` names, so a test counts the proc
 (a replay must start none). During a call the tool logs a line and reports progress: server
 notifications a replay must deliver in order. A second tool asks the client's model for a
 summary: a server-initiated sampling request, which the client answers. With ``--http PORT``
-it serves MCP over streamable HTTP on loopback instead (the HTTP tests start it, and stop it
-by its pid).
+it serves MCP over streamable HTTP on loopback instead, with ``--sse PORT`` over the SSE
+transport (the HTTP tests start it, and stop it by its pid).
 """
 
 from __future__ import annotations
@@ -71,12 +71,13 @@ if __name__ == "__main__":
     if starts:
         with open(starts, "a", encoding="utf-8") as file:
             file.write(f"{os.getpid()}\n")
-    if len(sys.argv) > 2 and sys.argv[1] == "--http":  # streamable HTTP on a loopback port
+    if len(sys.argv) > 2 and sys.argv[1] in ("--http", "--sse"):  # HTTP on a loopback port
+        transport = "streamable-http" if sys.argv[1] == "--http" else "sse"
         host, port = "127.0.0.1", int(sys.argv[2])
         if MCP_1:  # 1.x takes the address from its settings
             server.settings.host, server.settings.port = host, port
-            server.run("streamable-http")
+            server.run(transport)  # type: ignore[arg-type]
         else:
-            server.run("streamable-http", host=host, port=port)
+            server.run(transport, host=host, port=port)  # type: ignore[arg-type]
     else:
         server.run("stdio")

@@ -39,6 +39,7 @@ from .._recording._steps import (
     answer_text,
     endpoint,
     mcp_http_call,
+    push_streams,
     settled,
     tokens_used,
     tool_calls,
@@ -73,10 +74,10 @@ class _Read:
     tokens: Tokens | None
 
 
-def _as_run(step: Step) -> _Read | ToolStep:
+def _as_run(step: Step, pushed: Sequence[Step]) -> _Read | ToolStep:
     """A step as the checks see it: a model call, or a tool step (a tool host's exchange, a
-    ``tools/call`` over MCP's HTTP)."""
-    use = mcp_http_call(step)
+    ``tools/call`` over MCP's HTTP, answered there or on the push stream ``pushed`` names)."""
+    use = mcp_http_call(step, pushed)
     if use is not None:
         return tool_record(use, 0)
     return step_record(step, 0) if step.tool else _read(step)  # type: ignore[return-value]  # a tool step
@@ -98,7 +99,8 @@ class TrajectoryExpectation:
     """The steps of one session, and the checks on them; each check returns ``self``."""
 
     def __init__(self, steps: Sequence[Step], *, where: tuple[Mode, Any] | None = None) -> None:
-        self._run: list[_Read | ToolStep] = [_as_run(step) for step in settled(list(steps))]
+        pushed = push_streams(steps)
+        self._run: list[_Read | ToolStep] = [_as_run(s, pushed) for s in settled(list(steps))]
         self._steps = [step for step in self._run if isinstance(step, _Read)]
         self._where = where  # the session's mode and cassette directory, for the judge
 

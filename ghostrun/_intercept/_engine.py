@@ -68,6 +68,7 @@ from .._core._exceptions import UnlistedHostWarning
 from .._core._modes import Mode
 from .._recording._deck import Deck
 from .._recording._fork import ForkError
+from .._recording._pushed import ledger
 from .._recording._request import RequestInfo
 from .._recording._session import bypass_interception, current_deck, passing_through
 from .._secrets._credentials import is_credential_header
@@ -198,6 +199,9 @@ class Exchange:
         if recording is not None:
             replayed = self.deck.settings.mode.offline
             self._note(recording.status, recording.headers, replayed)
+            info = self.info
+            if info.method == "DELETE" or b'"jsonrpc"' in info.body:  # push streams wait for it
+                ledger(self.deck).replayed(info.method, info.url, info.body)
         return recording
 
     def foreign_credentials(self, names: Iterable[str]) -> list[str]:

@@ -20,6 +20,7 @@ from typing import Any
 
 from .._core._exceptions import UnsupportedLibrary
 from .._recording._deck import Deck
+from .._recording._pushed import Ledger, is_push_stream, ledger, paced
 from .._recording._request import LazyHeaders
 from .._secrets._memory import Frozen
 from .._store._cassette import Recording
@@ -121,6 +122,8 @@ class AsyncTransport:
         exchange = Exchange(self.deck, *_describe(request), await request.aread(), rewrites=True)
         recording = exchange.replay()
         if recording is not None:
+            if request.method == "GET" and is_push_stream("GET", recording.chunks):
+                return self.flavor.pushed(recording, ledger(self.deck), str(request.url))
             return self.flavor.replayed(recording)
         request = _forked(self.flavor, exchange, request, await request.aread())
         _drop_foreign_credentials(exchange, request)
@@ -220,6 +223,7 @@ class Flavor:
         self.AsyncRecordingStream = type(
             "AsyncRecordingStream", (AsyncRecordingStream, lib.AsyncByteStream), base
         )
+        self.PushStream = type("PushStream", (PushStream, lib.AsyncByteStream), base)
 
     @staticmethod
     @functools.cache
@@ -239,6 +243,17 @@ class Flavor:
             extensions["reason_phrase"] = recording.reason.encode("latin-1", "replace")
         return self.Response(
             recording.status, headers=recording.headers, stream=stream, extensions=extensions
+        )
+
+    def pushed(self, recording: Recording, ledger: Ledger, url: str) -> Any:
+        """A server's push stream (MCP over SSE), replayed at the pace of the requests it
+        answers (`_recording._pushed`)."""
+        stream = self.PushStream(recording.chunks or [], ledger, url)
+        return self.Response(
+            recording.status,
+            headers=recording.headers,
+            stream=stream,
+            extensions={"ghostrun": "replayed"},
         )
 
     def record(self, exchange: Exchange, response: Any) -> Any:
@@ -316,6 +331,19 @@ class ReplayStream:
             yield chunk
         if self.error:
             raise self.flavor.stream_error(self.error)
+
+
+class PushStream:
+    """Hands back a push stream's chunks as the session replays what they answer."""
+
+    __slots__ = ("chunks", "ledger", "start", "url")
+
+    def __init__(self, chunks: list[bytes], ledger: Ledger, url: str) -> None:
+        self.chunks, self.ledger, self.url = chunks, ledger, url
+        self.start = len(ledger.sent)  # what was sent before it opened answers none of it
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return paced(self.chunks, self.ledger, self.url, self.start)
 
 
 class RecordingStream:

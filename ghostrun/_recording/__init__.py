@@ -10,6 +10,7 @@
     _counts       what a session did, counted under one lock
     _closing      what a session's last exit settles: swallowed misses, failed writes
     _hops         requests a response caused: redirect hops
+    _pushed       server-pushed streams (MCP over SSE) replayed at the pace of their requests
     _stale        saying that a replay used stale recordings
     _miss         what a replay miss tells the user
     _conversation what counts as a request's conversation, per provider format (I/O-free)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
@@ -32,6 +32,7 @@ from .._store._cassette import Recording
 from .._store._formats import ChangedField, TokensRecord, ToolCallRecord
 from .._store._mcpcassette import result_text
 from .._wire._eventstream import read_frames
+from ._pushed import is_push_stream
 
 __all__ = [
     "Step",
@@ -46,6 +47,7 @@ __all__ = [
     "model_name",
     "new_messages",
     "prompt_words",
+    "push_streams",
     "request_messages",
     "settled",
     "tokens_used",
@@ -112,11 +114,13 @@ class ToolUse:
     after: int = 0
 
 
-def mcp_http_call(step: Step) -> ToolUse | None:
-    """A step that is a ``tools/call`` over MCP's streamable HTTP, as the tool call it is.
+def mcp_http_call(step: Step, pushed: Sequence[Step] = ()) -> ToolUse | None:
+    """A step that is a ``tools/call`` over MCP's HTTP, as the tool call it is.
 
     Its request is a JSON-RPC ``tools/call``; its answer the response (JSON, or an SSE
-    event of the stream) with the request's id. The server is the URL's host and port.
+    event of the stream) with the request's id, or over MCP's SSE transport the event
+    with that id on the server's push stream to the same host (``pushed``:
+    `push_streams`). The server is the URL's host and port.
     """
     request = step.request_json()
     if not _tool_call(request) or not _json_rpc(request):
@@ -124,10 +128,12 @@ def mcp_http_call(step: Step) -> ToolUse | None:
     params = request.get("params")
     if not isinstance(params, dict):
         params = {}
+    host = urlsplit(step.url).netloc
     answer = next(
         (
             document
-            for document in step.documents()
+            for source in (step, *(p for p in pushed if urlsplit(p.url).netloc == host))
+            for document in source.documents()
             if isinstance(document, dict)
             and "method" not in document
             and document.get("id") == request.get("id")
@@ -136,7 +142,7 @@ def mcp_http_call(step: Step) -> ToolUse | None:
     )
     return ToolUse(
         "mcp-http",
-        urlsplit(step.url).netloc,
+        host,
         str(params.get("name")),
         params.get("arguments"),
         "" if answer is None else result_text(answer),
@@ -177,8 +183,9 @@ def mcp_plumbing(steps: list[Step]) -> set[int]:
     opens a GET listener and closes with a DELETE at the server's endpoint: none
     is a model call, nor a tool call (a ``tools/call`` is: `mcp_http_call`), so a
     trajectory keeps none of them, as the stdio road keeps only its calls. They
-    are JSON-RPC posts (no provider API speaks JSON-RPC), and the GET or DELETE
-    with no body at an endpoint that took one.
+    are JSON-RPC posts (no provider API speaks JSON-RPC), the GET or DELETE with
+    no body at an endpoint that took one, and the GET that opened a push stream
+    (MCP's SSE transport: `push_streams`).
     """
     rpc = [s for s in steps if b'"jsonrpc"' in s.body and _json_rpc(s.request_json())]
     if not rpc:
@@ -187,8 +194,16 @@ def mcp_plumbing(steps: list[Step]) -> set[int]:
     return {id(s) for s in rpc if not _tool_call(s.request_json())} | {
         id(s)
         for s in steps
-        if s.method in ("GET", "DELETE") and not s.body and endpoint(s.url) in endpoints
+        if s.method in ("GET", "DELETE")
+        and not s.body
+        and (endpoint(s.url) in endpoints or is_push_stream(s.method, s.recording.chunks))
     }
+
+
+def push_streams(steps: Sequence[Step]) -> list[Step]:
+    """The server push streams among ``steps`` (MCP over SSE, a GET listener: `_pushed`),
+    where a ``tools/call`` posted elsewhere finds its answer."""
+    return [s for s in steps if s.method == "GET" and is_push_stream(s.method, s.recording.chunks)]
 
 
 def _json_rpc(message: Any) -> bool:

@@ -65,6 +65,7 @@ from ._steps import (
     mcp_http_call,
     model_name,
     prompt_words,
+    push_streams,
     settled,
     tokens_used,
     tool_arguments,
@@ -253,8 +254,9 @@ def _write(deck: Deck, test: str, steps: list[Step | ToolUse]) -> None:
     kept = [s for s in earlier["steps"] if s["session"] < index] if earlier else []
     mine: list[AnyStep] = []
     last: list[Any] | None = None  # the last model step's documents: the answer's
+    pushed = push_streams(deck.steps)  # where a tools/call over MCP's SSE finds its answer
     for step in steps:  # a tools/call over MCP's HTTP is a tool step, not a model call
-        use = mcp_http_call(step) if isinstance(step, Step) else step
+        use = mcp_http_call(step, pushed) if isinstance(step, Step) else step
         if use is not None:
             mine.append(tool_record(use, index, edits))
         elif isinstance(step, Step):

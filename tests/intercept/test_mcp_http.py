@@ -32,16 +32,18 @@ import json, sys
 import anyio
 import ghostrun
 from mcp import ClientSession
+from mcp.client.sse import sse_client
 try:
     from mcp.client.streamable_http import streamable_http_client
 except ImportError:  # mcp before 1.2x named it so
     from mcp.client.streamable_http import streamablehttp_client as streamable_http_client
 
 url, cassette_dir, host = sys.argv[1], sys.argv[2], sys.argv[3]
+connect = sse_client if url.endswith("/sse") else streamable_http_client
 
 async def main():
     with ghostrun.session(cassette_dir=cassette_dir, hosts=[host], name="mcp-http") as s:
-        async with streamable_http_client(url) as streams:  # mcp 1.x adds a third
+        async with connect(url) as streams:  # streamable HTTP in mcp 1.x adds a third
             read, write = streams[0], streams[1]
             async with ClientSession(read, write) as client:
                 await client.initialize()
@@ -70,22 +72,37 @@ def _wait_for(port: int, process: subprocess.Popen[bytes]) -> None:
     raise RuntimeError("the MCP HTTP server did not start")
 
 
-@pytest.fixture
-def http_server() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """The orders server over streamable HTTP: its URL, and its process (stopped by pid)."""
+def _serve(transport: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """The orders server over ``transport`` ("http": streamable HTTP at /mcp, "sse": the SSE
+    transport at /sse): its URL, and its process (stopped by pid)."""
     port = _free_port()
     process = subprocess.Popen(
-        [sys.executable, str(SERVER), "--http", str(port)],
+        [sys.executable, str(SERVER), f"--{transport}", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     try:
         _wait_for(port, process)
-        yield f"http://127.0.0.1:{port}/mcp", process
+        yield f"http://127.0.0.1:{port}/{'mcp' if transport == 'http' else 'sse'}", process
     finally:
         if process.poll() is None:
             process.terminate()
             process.wait(timeout=10)
+
+
+@pytest.fixture
+def http_server() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    yield from _serve("http")
+
+
+@pytest.fixture
+def sse_server() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    yield from _serve("sse")
+
+
+@pytest.fixture(params=["http", "sse"])
+def mcp_server(request: pytest.FixtureRequest) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    yield from _serve(request.param)
 
 
 def _run(script: Path, url: str, cassette_dir: Path, **env: str) -> dict[str, object]:
@@ -126,12 +143,35 @@ def test_streamable_http_replays_every_request_in_a_fresh_process(
     }
 
 
-# -- agents over streamable HTTP, in this process ---------------------------------------------
+def test_the_sse_transport_replays_at_the_pace_of_its_requests_in_a_fresh_process(
+    sse_server: tuple[str, subprocess.Popen[bytes]], tmp_path: Path
+) -> None:
+    """MCP's SSE transport: one GET stream the server pushes every answer onto, the requests
+    POSTed elsewhere. Replayed, each answer comes after its request and the stream stays
+    open until the client leaves (handed whole, the client read the end as the server
+    gone); the tools/call is a tool step answered on that stream."""
+    url, process = sse_server
+    script = tmp_path / "client.py"
+    script.write_text(CLIENT)
+    cassette_dir = tmp_path / "cassettes"
+    live = _run(script, url, cassette_dir, GHOSTRUN_MODE="record")
+    assert live["recorded"] == 5  # the stream, initialize, initialized, call, list
+    process.terminate()
+    process.wait(timeout=10)
+    replayed = _run(script, url, cassette_dir, GHOSTRUN_MODE="replay")
+    assert replayed == {**live, "recorded": 0, "replayed": 5}
+    (trajectory,) = (cassette_dir / "trajectories").glob("*.json")
+    (tool,) = json.loads(trajectory.read_text())["steps"]  # no model step, no answer
+    assert (tool["transport"], tool["tool"]) == ("mcp-http", "lookup_order")
+    assert tool["result"] == "Order A123: shipped on 2026-11-30, 2 items, carrier …"
+
+
+# -- agents over MCP's HTTP transports, in this process ---------------------------------------
 
 
 async def _pydantic_ai_run(provider: ProviderSimulator, url: str) -> str:
     from pydantic_ai import Agent
-    from pydantic_ai.mcp import MCPToolset
+    from pydantic_ai.mcp import MCPToolset  # the transport picked from the URL: /sse, /mcp
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
 
@@ -145,11 +185,12 @@ async def _pydantic_ai_run(provider: ProviderSimulator, url: str) -> str:
 
 async def _agents_run(provider: ProviderSimulator, url: str) -> str:
     from agents import Agent, OpenAIChatCompletionsModel, RunConfig, Runner
-    from agents.mcp import MCPServerStreamableHttp
+    from agents.mcp import MCPServerSse, MCPServerStreamableHttp
 
+    kind = MCPServerSse if url.endswith("/sse") else MCPServerStreamableHttp
     async with _openai(provider) as client:
         model = OpenAIChatCompletionsModel(model="gpt-sim", openai_client=client)
-        async with MCPServerStreamableHttp(params={"url": url}, name="orders") as server:
+        async with kind(params={"url": url}, name="orders") as server:  # type: ignore[arg-type]
             agent = Agent(
                 name="support", instructions="Use the tools.", model=model, mcp_servers=[server]
             )
@@ -176,13 +217,14 @@ def anyio_backend() -> str:
 async def test_an_agents_mcp_bookkeeping_over_http_is_no_model_call(
     run: Callable[[ProviderSimulator, str], Any],
     provider: ProviderSimulator,
-    http_server: tuple[str, subprocess.Popen[bytes]],
+    mcp_server: tuple[str, subprocess.Popen[bytes]],
     tmp_path: Path,
 ) -> None:
     """Listed in ``hosts=`` (not ``tool_hosts=``), the MCP server's initialize, tools/list,
-    listener GET and closing DELETE are neither model calls nor the run's answer: the
-    trajectory says model, tool, model, and the answer is the model's last words."""
-    url, process = http_server
+    listener GET and closing DELETE (streamable HTTP), or its push stream (SSE), are neither
+    model calls nor the run's answer: the trajectory says model, tool, model, and the answer
+    is the model's last words."""
+    url, process = mcp_server
     provider.tool_plan = ["lookup_order"]
     hosts = [provider.base_url, url.split("/")[2]]
     cassette_dir = tmp_path / "cassettes"
