@@ -99,13 +99,19 @@ def agents_runner(
         """Refund an order by its id."""
         return results("refund", {"order_id": order_id})
 
-    client = openai.AsyncOpenAI(base_url=base_url + "/v1", api_key=KEY, max_retries=0)
-    model = OpenAIChatCompletionsModel(model="gpt-sim", openai_client=client)
-    agent = Agent(
-        name="support", instructions="Use the tools.", model=model, tools=[lookup_order, refund]
-    )
+    async def run() -> Any:
+        # Closed in the loop it connected in: left to the garbage collector, the client would
+        # close its connections from whichever later test's event loop runs then, failing it.
+        async with openai.AsyncOpenAI(
+            base_url=base_url + "/v1", api_key=KEY, max_retries=0
+        ) as client:
+            model = OpenAIChatCompletionsModel(model="gpt-sim", openai_client=client)
+            tools = [lookup_order, refund]
+            agent = Agent(name="support", instructions="Use the tools.", model=model, tools=tools)
+            return await Runner.run(agent, QUESTION, max_turns=max_steps)
+
     try:
-        result = asyncio.run(Runner.run(agent, QUESTION, max_turns=max_steps))
+        result = asyncio.run(run())
     except MaxTurnsExceeded:
         return None
     return result if whole else str(result.final_output)

@@ -42,10 +42,15 @@ def exporter(provider: ProviderSimulator, monkeypatch: pytest.MonkeyPatch) -> An
 
 
 def run_agent(provider: ProviderSimulator) -> str:
-    client = AsyncOpenAI(base_url=provider.url("/v1"), api_key=KEY)
-    model = OpenAIChatCompletionsModel(model="gpt-sim", openai_client=client)
-    agent = Agent(name="support", instructions="Answer briefly.", model=model)
-    result = asyncio.run(Runner.run(agent, "Where is my refund?"))
+    async def run() -> Any:
+        # Closed in the loop it connected in: left to the garbage collector, the client would
+        # close its connections from whichever test's event loop runs then, and fail that test.
+        async with AsyncOpenAI(base_url=provider.url("/v1"), api_key=KEY) as client:
+            model = OpenAIChatCompletionsModel(model="gpt-sim", openai_client=client)
+            agent = Agent(name="support", instructions="Answer briefly.", model=model)
+            return await Runner.run(agent, "Where is my refund?")
+
+    result = asyncio.run(run())
     get_trace_provider().force_flush()  # upload the traces now, inside the session
     return str(result.final_output)
 
