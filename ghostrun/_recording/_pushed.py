@@ -8,8 +8,11 @@ Replayed whole, it would hand the client answers to requests not sent yet,
 then end, which the client takes for the server gone. So a replayed push
 stream hands on a chunk that completes an answer only once the session has
 replayed the request it answers (by JSON-RPC id, sent after the stream
-opened), and after its last chunk stays open until the client closes it or a
-DELETE to its endpoint ends the MCP session.
+opened). MCP's SSE stream (it opens with the ``endpoint`` event) only ends
+when its client leaves: replayed, it stays open after its last chunk until
+the client closes it (or a DELETE to its endpoint ends the session). Any other
+push stream ends after its last chunk, as its server may have ended it: the
+recording does not say who did.
 """
 
 from __future__ import annotations
@@ -96,15 +99,16 @@ def answers_by_chunk(chunks: list[bytes]) -> list[tuple[str, ...]]:
 
 async def paced(chunks: list[bytes], ledger: Ledger, url: str, start: int) -> AsyncIterator[bytes]:
     """The chunks, each once the requests it answers were replayed (after ``start``, the
-    ledger's length when the stream opened); then open until closed or its endpoint
-    DELETEd."""
+    ledger's length when the stream opened); then, for MCP's SSE stream, open until
+    closed or its endpoint DELETEd."""
     sent = ledger.sent
     for chunk, ids in zip(chunks, answers_by_chunk(chunks), strict=True):
         if ids:
             await ledger.until(lambda ids=ids: all(i in sent[start:] for i in ids))  # type: ignore[misc]
         yield chunk
-    deleted = "delete:" + _endpoint(url)
-    await ledger.until(lambda: deleted in sent[start:])
+    if chunks and chunks[0].startswith(b"event: endpoint"):
+        deleted = "delete:" + _endpoint(url)
+        await ledger.until(lambda: deleted in sent[start:])
 
 
 def _endpoint(url: str) -> str:

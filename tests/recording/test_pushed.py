@@ -58,3 +58,13 @@ async def test_each_answer_waits_for_its_request_sent_after_the_stream_opened() 
         assert not ended  # open past its last chunk: the client has not left
         ledger.replayed("DELETE", URL + "?session_id=1", b"")  # the MCP session ends
     assert ended == [True]  # and the stream with it
+
+
+@pytest.mark.anyio
+async def test_a_push_stream_not_mcps_sse_ends_after_its_last_chunk() -> None:
+    """Its server may have ended it (the recording does not say): held open, a client that
+    reads it to its end would wait for ever."""
+    ledger = Ledger()
+    listener = [b'data: {"jsonrpc":"2.0","method":"notifications/tools/list_changed"}\n\n']
+    with anyio.fail_after(5):
+        assert [c async for c in paced(listener, ledger, URL, 0)] == listener
