@@ -118,16 +118,7 @@ def _endpoint(url: str) -> str:
 
 def _request_ids(body: bytes) -> list[str]:
     """The ids of the JSON-RPC requests in a body (one, or a batch)."""
-    try:
-        message = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return []
-    messages = message if isinstance(message, list) else [message]
-    return [
-        "id:" + orjson.dumps(m["id"]).decode()
-        for m in messages
-        if isinstance(m, dict) and "method" in m and "id" in m
-    ]
+    return [_id(m) for m in _messages(body) if "method" in m and "id" in m]
 
 
 def _answered(event: bytes) -> list[str]:
@@ -137,16 +128,21 @@ def _answered(event: bytes) -> list[str]:
     )
     if b'"jsonrpc"' not in data:
         return []
+    return [
+        _id(m)
+        for m in _messages(data)
+        if "method" not in m and "id" in m and ("result" in m or "error" in m)
+    ]
+
+
+def _messages(data: bytes) -> list[dict[str, Any]]:
+    """The JSON objects a JSON-RPC body or event holds (one, or a batch); none if not JSON."""
     try:
         message = orjson.loads(data)
     except orjson.JSONDecodeError:
         return []
-    messages = message if isinstance(message, list) else [message]
-    return [
-        "id:" + orjson.dumps(m["id"]).decode()
-        for m in messages
-        if isinstance(m, dict)
-        and "method" not in m
-        and "id" in m
-        and ("result" in m or "error" in m)
-    ]
+    return [m for m in (message if isinstance(message, list) else [message]) if isinstance(m, dict)]
+
+
+def _id(message: dict[str, Any]) -> str:
+    return "id:" + orjson.dumps(message["id"]).decode()

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from helpers import ROOT, run_python
+from mcp_agents import agents_answer, pydantic_ai_answer
 from simulator import ProviderSimulator
 
 import ghostrun
@@ -170,39 +171,16 @@ def test_the_sse_transport_replays_at_the_pace_of_its_requests_in_a_fresh_proces
 
 
 async def _pydantic_ai_run(provider: ProviderSimulator, url: str) -> str:
-    from pydantic_ai import Agent
     from pydantic_ai.mcp import MCPToolset  # the transport picked from the URL: /sse, /mcp
-    from pydantic_ai.models.openai import OpenAIChatModel
-    from pydantic_ai.providers.openai import OpenAIProvider
 
-    async with _openai(provider) as client:
-        model = OpenAIChatModel("gpt-sim", provider=OpenAIProvider(openai_client=client))
-        agent = Agent(model, instructions="Use the tools.", toolsets=[MCPToolset(url)])
-        async with agent:
-            result = await agent.run("Where is order A123?")
-    return str(result.output)
+    return await pydantic_ai_answer(provider, MCPToolset(url))
 
 
 async def _agents_run(provider: ProviderSimulator, url: str) -> str:
-    from agents import Agent, OpenAIChatCompletionsModel, RunConfig, Runner
     from agents.mcp import MCPServerSse, MCPServerStreamableHttp
 
     kind = MCPServerSse if url.endswith("/sse") else MCPServerStreamableHttp
-    async with _openai(provider) as client:
-        model = OpenAIChatCompletionsModel(model="gpt-sim", openai_client=client)
-        async with kind(params={"url": url}, name="orders") as server:  # type: ignore[arg-type]
-            agent = Agent(
-                name="support", instructions="Use the tools.", model=model, mcp_servers=[server]
-            )
-            untraced = RunConfig(tracing_disabled=True)
-            result = await Runner.run(agent, "Where is order A123?", run_config=untraced)
-    return str(result.final_output)
-
-
-def _openai(provider: ProviderSimulator) -> Any:
-    import openai
-
-    return openai.AsyncOpenAI(base_url=provider.url("/v1"), api_key="sk-test", max_retries=0)
+    return await agents_answer(provider, kind(params={"url": url}, name="orders"))  # type: ignore[arg-type]
 
 
 @pytest.fixture

@@ -27,6 +27,7 @@ import orjson
 import pytest
 from fresh import run_fresh
 from helpers import ROOT, cassettes
+from mcp_agents import agents_answer, pydantic_ai_answer
 from simulator import ProviderSimulator
 
 import ghostrun
@@ -360,42 +361,19 @@ async def test_without_its_hook_a_server_is_refused_not_run_live(
 # -- the frameworks -------------------------------------------------------------------------
 
 
-def openai_client(provider: ProviderSimulator) -> Any:
-    import openai
-
-    return openai.AsyncOpenAI(base_url=provider.url("/v1"), api_key="sk-test", max_retries=0)
-
-
 async def pydantic_ai_run(provider: ProviderSimulator, server: Server) -> str:
     from fastmcp.client.transports import StdioTransport
-    from pydantic_ai import Agent
     from pydantic_ai.mcp import MCPToolset
-    from pydantic_ai.models.openai import OpenAIChatModel
-    from pydantic_ai.providers.openai import OpenAIProvider
 
     transport = StdioTransport(sys.executable, [str(server.script)], env=server.env)
-    async with openai_client(provider) as client:  # closed in this test's event loop
-        model = OpenAIChatModel("gpt-sim", provider=OpenAIProvider(openai_client=client))
-        agent = Agent(model, instructions="Use the tools.", toolsets=[MCPToolset(transport)])
-        async with agent:
-            result = await agent.run("Where is order A123?")
-    return str(result.output)
+    return await pydantic_ai_answer(provider, MCPToolset(transport))
 
 
 async def agents_run(provider: ProviderSimulator, server: Server) -> str:
-    from agents import Agent, OpenAIChatCompletionsModel, RunConfig, Runner
     from agents.mcp import MCPServerStdio
 
     params = {"command": sys.executable, "args": [str(server.script)], "env": server.env}
-    async with openai_client(provider) as client:  # closed in this test's event loop
-        model = OpenAIChatCompletionsModel(model="gpt-sim", openai_client=client)
-        async with MCPServerStdio(params=params, name="orders") as mcp_server:  # type: ignore[arg-type]
-            agent = Agent(
-                name="support", instructions="Use the tools.", model=model, mcp_servers=[mcp_server]
-            )
-            untraced = RunConfig(tracing_disabled=True)  # this run's, not the process's
-            result = await Runner.run(agent, "Where is order A123?", run_config=untraced)
-    return str(result.final_output)
+    return await agents_answer(provider, MCPServerStdio(params=params, name="orders"))  # type: ignore[arg-type]
 
 
 Run = Callable[[ProviderSimulator, Server], Any]
