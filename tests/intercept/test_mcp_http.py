@@ -190,7 +190,11 @@ def anyio_backend() -> str:
 
 @pytest.mark.anyio
 @pytest.mark.parametrize(
-    "run", [_pydantic_ai_run, pytest.param(_agents_run, marks=pytest.mark.openai_agents)]
+    "run",
+    [
+        pytest.param(_pydantic_ai_run, marks=pytest.mark.pydantic_ai),
+        pytest.param(_agents_run, marks=pytest.mark.openai_agents),
+    ],
 )
 async def test_an_agents_mcp_bookkeeping_over_http_is_no_model_call(
     run: Callable[[ProviderSimulator, str], Any],

@@ -400,6 +400,7 @@ async def record_then_replay(
     return live, replayed
 
 
+@pytest.mark.pydantic_ai
 async def test_pydantic_ai_stdio_toolset_replays(
     provider: ProviderSimulator, server: Server, cassette_dir: Path
 ) -> None:
