@@ -116,10 +116,10 @@ def _nothing_joins(value: Any) -> bool:
     """
     kind = type(value)
     if kind is dict:
-        return all(
-            type(key) is str and (type(item) in _LEAF or _nothing_joins(item))
-            for key, item in value.items()
-        )
+        for key, item in value.items():
+            if type(key) is not str or not (type(item) in _LEAF or _nothing_joins(item)):
+                return False
+        return True
     if kind is list:
         kinds = set(map(type, value))
         if kinds <= _SCALARS:
