@@ -127,16 +127,30 @@ def entry_secrets(request: Any) -> frozenset[str]:
         found |= _form_secrets(body, content_type(request))
     text = text_of(request)
     shapes = text is None or bool(SHAPE_START.search(text))
-    for value in strings(request):
-        if value[:1] in ("{", "[") and len(value) > 2:
-            _json_secrets(value, found)
-        if shapes:
-            found.update(m.group(0) for m in SECRET_SHAPES.finditer(value))
+    if shapes or _may_hold_json(text):
+        _strings_secrets(request, shapes, found)
     for data in binary_payloads(request.get("body")):  # base64 hides shapes from the text
         decoded = data.decode("latin-1")  # byte for character: a shape is ASCII
         if SHAPE_START.search(decoded):
             found.update(m.group(0) for m in SECRET_SHAPES.finditer(decoded))
     return worth_masking(found)
+
+
+def _may_hold_json(text: str | None) -> bool:
+    """Whether a string of the value ``text`` spells (as JSON) may start with ``{`` or ``[``:
+    JSON escapes neither, so such a string shows as ``"{`` or ``"[``. Nearly no request
+    has one, and then its strings are not walked for JSON inside them."""
+    return text is None or '"{' in text or '"[' in text
+
+
+def _strings_secrets(request: dict[str, Any], shapes: bool, found: set[str]) -> None:
+    """The credential fields of JSON inside a request's strings, and (``shapes``) the
+    secret shapes in them."""
+    for value in strings(request):
+        if value[:1] in ("{", "[") and len(value) > 2:
+            _json_secrets(value, found)
+        if shapes:
+            found.update(m.group(0) for m in SECRET_SHAPES.finditer(value))
 
 
 def minted_secrets(response: Any) -> frozenset[str]:

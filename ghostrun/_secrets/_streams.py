@@ -30,6 +30,7 @@ __all__ = ["mask_chunks", "mask_events"]
 # with the colon after it when it is an object's key (group 1), which is no value.
 _TOKEN = re.compile(r'(?:"[^"\\]*(?:\\.[^"\\]*)*"|\[[0-9\s,]*\])(\s*:)?', re.DOTALL)
 _SCALARS = frozenset({int, float, bool, type(None)})
+_LEAF = _SCALARS | {str}  # a value with no fields of its own
 _LINE = re.compile(r"([^\r\n]*)(?:\r\n|\r|\n|$)")
 _SSE_DATA = re.compile(r"[\r\n]data:")
 _SSE_FIELDS = ("event:", "id:", "retry:", ":")  # lines of an SSE event beside its data
@@ -89,7 +90,7 @@ def mask_events(values: list[Any], compiled: Patterns) -> list[Any]:
     Each value is read as one SSE event's data, as `mask_chunks` reads a stream;
     a secret whole inside one value is left to the caller's mask of that value.
     """
-    if not values or not compiled:
+    if not values or not compiled or (len(values) == 1 and _nothing_joins(values[0])):
         return values
     lines = [f"data: {_dumps(value)}\n" for value in values]
     joined = "".join(lines)
@@ -101,6 +102,30 @@ def mask_events(values: list[Any], compiled: Patterns) -> list[Any]:
         value if line == before else json.loads(line[6:])
         for value, line, before in zip(values, masked, lines, strict=True)
     ]
+
+
+def _nothing_joins(value: Any) -> bool:
+    """Whether `_across_events` of ``value`` alone surely edits nothing: no two of its fields
+    join and no list of numbers spells bytes, so no group is searched. A JSON answer (a
+    chat completion, a message) is nearly always so, and is then not serialised, scanned
+    and parsed again for nothing.
+
+    Conservative: a list of two or more items holding strings or containers (its items'
+    fields join), a list of integers (bytes, however long), a key that is not a ``str``
+    or a value of any other type says False, and the full reading decides.
+    """
+    kind = type(value)
+    if kind is dict:
+        for key, item in value.items():
+            if type(key) is not str or not (type(item) in _LEAF or _nothing_joins(item)):
+                return False
+        return True
+    if kind is list:
+        kinds = set(map(type, value))
+        if kinds <= _SCALARS:
+            return not kinds or not kinds <= {int}  # integers only: a logprob's bytes
+        return len(value) == 1 and _nothing_joins(value[0])
+    return kind in _LEAF
 
 
 def _dumps(value: Any) -> str:

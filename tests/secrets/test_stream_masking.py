@@ -594,3 +594,81 @@ def test_masking_a_stream_places_only_the_tokens_it_edits_and_searches_each_grou
     assert moved == []
     assert len(placed) == 2 * 2  # the two pieces of the key: where each token starts and ends
     assert len(searched) == len(set(searched))  # no group of the same fields searched twice
+
+
+def test_a_recorded_json_answer_is_not_read_again_as_events_when_none_of_its_fields_join(
+    provider: ProviderSimulator, cassette_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A whole answer is searched across its fields only where two of them join (a list's
+    items, logprobs' bytes): a chat completion has none, and serialising, scanning and
+    parsing it again for that was a fifth of a recorded test's redaction. Counted: the
+    readings of a body as events, for a chat completion and for one with logprobs."""
+    import ghostrun._secrets._streams as streams
+
+    read: list[str] = []
+    real = streams._across_events
+
+    def across(joined: str, compiled: Any) -> Any:
+        read.append(joined)
+        return real(joined, compiled)
+
+    monkeypatch.setattr(streams, "_across_events", across)
+    key = token("sk-proj-")
+    provider.reply = f"your key is {key}, keep it"
+    messages: Any = [{"role": "user", "content": f"repeat my key {key}"}]
+    with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=HOSTS):
+        client = openai.OpenAI(base_url=provider.url("/v1"), api_key=token("sk-proj-"))
+        client.chat.completions.create(model="m", messages=messages)
+        assert read == []
+        client.chat.completions.create(model="m", messages=messages, logprobs=True)
+        assert len(read) == 1  # its tokens and their bytes join: read, as before
+    assert_not_on_disk(cassette_dir, [key], pieces=True)
+
+
+def _json_values(secret: str, pieces: list[str]) -> st.SearchStrategy[Any]:
+    """JSON values whose strings are often pieces of a secret, in lists of any length; some
+    spell it over a list's items, their tokens or their bytes, as logprobs do."""
+    spelled = st.sampled_from(
+        [
+            pieces,
+            [{"token": piece} for piece in pieces],
+            [{"bytes": list(piece.encode())} for piece in pieces],
+            [list(piece.encode()) for piece in pieces],
+            list(secret.encode()),
+        ]
+    )
+    leaves = (
+        st.sampled_from(pieces)
+        | st.text(max_size=4)
+        | st.integers(min_value=-1, max_value=300)
+        | st.floats(allow_nan=False, allow_infinity=False)
+        | st.booleans()
+        | st.none()
+        | spelled
+    )
+    return st.recursive(
+        leaves,
+        lambda inner: (
+            st.lists(inner, max_size=3)
+            | st.dictionaries(st.sampled_from(["content", "token", "index", "bytes", "a"]), inner)
+        ),
+        max_leaves=8,
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(secret=ANY_SECRET, cuts=FRACTIONS, data=st.data())
+def test_property_a_value_said_to_join_nothing_has_nothing_masked_across_its_fields(
+    secret: str, cuts: list[float], data: st.DataObject
+) -> None:
+    """The fast answer of `mask_events` for one value is the full reading's: whenever it
+    skips the reading, the reading finds nothing to mask (so the same value comes back)."""
+    from ghostrun._secrets import _streams as streams
+
+    at = sorted({0, *(int(f * len(secret)) for f in cuts), len(secret)})
+    pieces = [secret[a:b] for a, b in itertools.pairwise(at) if b > a]
+    value = data.draw(_json_values(secret, pieces))
+    compiled = patterns(frozenset({secret}))
+    if streams._nothing_joins(value):
+        assert streams._across_events(f"data: {streams._dumps(value)}\n", compiled) == []
+        assert streams.mask_events([value], compiled) == [value]
