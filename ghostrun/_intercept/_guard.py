@@ -173,9 +173,11 @@ def installed() -> bool:
 
 
 def session_entered(deck: Deck) -> None:
-    """A session in replay (or rebase) holds the guard installed while it is open (a `Deck`
-    subscriber)."""
-    if deck.settings.mode.offline:  # `replay_run_started`, the hot path of a session per test
+    """A session opens (interception's one `Deck` subscriber, a straight path: a session per
+    test pays it): it holds the roads while it is open (`_patch`), and in replay (or rebase)
+    the guard, the children it starts replay runs (`replay_run_started`)."""
+    _roads.acquire()
+    if deck.settings.mode.offline:
         _installed.acquire()
         _children.started(deck.arguments.hosts)
 
@@ -184,6 +186,7 @@ def session_exited(deck: Deck) -> None:
     if deck.settings.mode.offline:
         _children.ended(deck.arguments.hosts)
         _installed.release()
+    _roads.release()
 
 
 def replay_run_started(hosts: tuple[str, ...] = ()) -> None:

@@ -64,8 +64,6 @@ from .._recording import _deck
 if TYPE_CHECKING:
     from importlib.machinery import ModuleSpec
 
-    from .._recording._deck import Deck
-
 __all__ = [
     "ROADS",
     "Adapter",
@@ -88,8 +86,6 @@ __all__ = [
     "release",
     "replace",
     "restore_all",
-    "session_entered",
-    "session_exited",
     "survey",
     "unhooked",
     "when_restored",
@@ -624,12 +620,3 @@ def _adapters() -> list[Adapter]:
     for road in ROADS:
         adapters += importlib.import_module(f"{__package__}.{road}").adapters()
     return adapters
-
-
-def session_entered(deck: Deck) -> None:
-    """Every open session holds the roads installed (a `Deck` subscriber)."""
-    _roads.acquire()
-
-
-def session_exited(deck: Deck) -> None:
-    _roads.release()

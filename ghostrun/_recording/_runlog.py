@@ -237,14 +237,24 @@ class RunLog:
         session of the same shape is nothing to add (`_quiet`, until the log is cleared).
         """
         name, alias, directory = where
-        done = deck.counts  # they last as long as the session
-        did = done.used_keys or done.misses or done.trail or done.replayed or done.recorded
-        quiet = None
-        if not did:
-            shape = (deck.mode, deck.arguments.ignore_fields, deck.normalizer)
-            quiet = (directory, name, alias, *shape)
+        settings = deck.settings
+        if deck.idle:  # nothing to count: its test's entry, its ignore_fields and normalize
+            ignored, shapes = deck.arguments.ignore_fields, settings.normalizer
+            quiet = (directory, name, alias, settings.mode, ignored, shapes)
             if quiet in self._quiet:
                 return
+            with self._lock:
+                log = self._dir(directory)
+                log["replay"] = _only_replay(log["replay"], settings.mode is Mode.REPLAY)
+                test = _test(log, name, alias)
+                _add_new(test["ignore_fields"], ignored)
+                if shapes is not None:
+                    _add_new(test["normalize"], _shapes(deck))
+                if directory in _absolute:
+                    if len(self._quiet) >= _QUIET:  # a long run's older shapes: seen again
+                        self._quiet.clear()
+                    self._quiet.add(quiet)
+            return
         with self._lock:
             replayed, recorded, missed, trailed = self._seen.get(deck, (0, 0, 0, 0))
             now = (deck.replayed, deck.recorded, len(deck.misses), len(deck.trail))
@@ -262,10 +272,6 @@ class RunLog:
             log["cassettes_used"].update(deck.used_keys)
             for miss in deck.misses[missed:]:
                 log["misses"].append({"test": name, "message": _scrub(str(miss), deck)})
-            if quiet is not None and directory in _absolute:
-                if len(self._quiet) >= _QUIET:  # a long run's older shapes: seen again, re-added
-                    self._quiet.clear()
-                self._quiet.add(quiet)
 
     def verdict(self, key: str, directory: Path) -> None:
         with self._lock:

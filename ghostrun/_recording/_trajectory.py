@@ -52,6 +52,7 @@ from .._store._trajectory import (
     Trajectory,
     load_trajectory,
     played,
+    trajectory_file,
     trajectory_path,
     write_trajectory,
 )
@@ -352,7 +353,7 @@ def _scrubbed(value: Any, edits: dict[str, str] | None) -> Any:
 
 def _check(deck: Deck, test: str, used: int) -> Exception | None:
     """Steps the recorded trajectory holds for this session beyond those it used."""
-    path = trajectory_path(deck.cassette_dir, test)
+    path = trajectory_file(deck.settings.prefix, test)
     found = load_trajectory(path)
     if found is None:
         return None
