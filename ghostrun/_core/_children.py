@@ -64,12 +64,14 @@ def started(hosts: tuple[str, ...] = ()) -> None:
     refusing those hosts too, until it `ended`."""
     global _before
     with _lock:
-        if not _holders:
-            _before = _environ.stored(_NAMES)
-            _environ.put(ENV, str(os.getpid()))
         _holders.append(hosts)
-        if hosts or len(_holders) > 1:  # else nothing to list but what was there
+        if len(_holders) > 1:
             _export_hosts()
+            return
+        _before = _environ.stored(_NAMES)  # as the first holder found them
+        pid = str(os.getpid())  # and its hosts, if it lists any: else what was there stays
+        values = (pid, ",".join(dict.fromkeys(hosts))) if hosts else (pid,)
+        _environ.put_all(_NAMES[: len(values)], values)
 
 
 def ended(hosts: tuple[str, ...] = ()) -> None:

@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["get", "put", "restore", "stored"]
+__all__ = ["get", "put", "put_all", "restore", "stored"]
 
 _encode: Callable[[str], Any] = getattr(os.environ, "encodekey", str)
 _keys: dict[str, Any] = {}  # a variable's name: its key in ``os.environ``'s own dict
@@ -50,19 +50,25 @@ def stored(names: tuple[str, ...]) -> tuple[object, ...]:
 
 def put(name: str, value: str) -> None:
     """``os.environ[name] = value``."""
+    put_all((name,), (value,))
+
+
+def put_all(names: tuple[str, ...], values: tuple[str, ...]) -> None:
+    """``os.environ[name] = value`` for each name and value, in order."""
     environ = os.environ
     data = getattr(environ, "_data", None)
-    if type(data) is not dict:
-        environ[name] = value
-        return
-    encoded = _values.get(value)
-    if encoded is None:
-        if len(_values) >= _KEEP:
-            _values.clear()
-        encoded = _values[value] = environ.encodevalue(value)
-    key = _keys.get(name) or _key(name)
-    os.putenv(key, encoded)
-    data[key] = encoded
+    for name, value in zip(names, values, strict=True):
+        if type(data) is not dict:
+            environ[name] = value
+            continue
+        encoded = _values.get(value)
+        if encoded is None:
+            if len(_values) >= _KEEP:
+                _values.clear()
+            encoded = _values[value] = environ.encodevalue(value)
+        key = _keys.get(name) or _key(name)
+        os.putenv(key, encoded)
+        data[key] = encoded
 
 
 def restore(names: tuple[str, ...], values: tuple[object, ...]) -> None:

@@ -327,11 +327,12 @@ def _hold() -> None:
     global _parked
     if _parked:
         _parked = False
-        if [o.__dict__.get(a, _ABSENT) for o, a, _, _ in _in_force] == [
-            hook for _, _, hook, _ in _in_force
-        ]:
+        for owner, attr, hook, _was in _in_force:
+            if owner.__dict__.get(attr, _ABSENT) is not hook:
+                _restore()
+                break
+        else:
             return
-        _restore()
     _install()
 
 

@@ -584,14 +584,11 @@ _late = LateImports(_imported_late, _lock)
 _roads = Refcount(_install_all, _restore_all, _lock)
 
 
-def acquire() -> None:
-    """Install every road's hooks (the first caller does), until the last `release`."""
-    _roads.acquire()
-
-
-def release() -> None:
-    """The last release restores the exact original functions."""
-    _roads.release()
+# Install every road's hooks (the first caller does), until the last `release`, which
+# restores the exact original functions. The count's own methods: a session per test calls
+# them, and a function around each was a call more.
+acquire = _roads.acquire
+release = _roads.release
 
 
 def lease() -> Restore:

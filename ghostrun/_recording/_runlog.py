@@ -93,6 +93,7 @@ from .._store._formats import (
 )
 from ._deck import Deck, current_test_id
 from ._session import current_deck
+from ._settings import script_name
 
 __all__ = [
     "LAST",
@@ -191,8 +192,8 @@ class RunLog:
         self._seen: weakref.WeakKeyDictionary[Deck, tuple[int, int, int, int]] = (
             weakref.WeakKeyDictionary()
         )
-        # What sessions that did nothing brought, once in (`session`): (directory, test,
-        # alias, mode, ignore_fields, normalizer).
+        # What sessions that did nothing brought, once in (`session`): (directory with its
+        # separator, test, alias, mode, ignore_fields, normalizer).
         self._quiet: set[tuple[Any, ...]] = set()
 
     def __bool__(self) -> bool:
@@ -240,7 +241,7 @@ class RunLog:
         settings = deck.settings
         if deck.idle:  # nothing to count: its test's entry, its ignore_fields and normalize
             ignored, shapes = deck.arguments.ignore_fields, settings.normalizer
-            quiet = (directory, name, alias, settings.mode, ignored, shapes)
+            quiet = (settings.prefix, name, alias, settings.mode, ignored, shapes)
             if quiet in self._quiet:
                 return
             with self._lock:
@@ -740,14 +741,10 @@ def load_run(path: Path) -> RunLogFile:
 
 
 def _where_session(deck: Deck) -> Where:
-    test_id = current_test_id()
-    return Where(deck.name or test_id or _script_name(), test_id, deck.cassette_dir)
+    test_id, settings = current_test_id(), deck.settings
+    return Where(settings.name or test_id or script_name(), test_id, settings.cassette_dir)
 
 
 def _where_default() -> Where:
     test_id = current_test_id()
-    return Where(test_id or _script_name(), test_id, settings.resolve_cassette_dir())
-
-
-def _script_name() -> str:
-    return os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "__main__"
+    return Where(test_id or script_name(), test_id, settings.resolve_cassette_dir())

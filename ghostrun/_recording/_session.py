@@ -234,7 +234,11 @@ class Session:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        _context_stack.set(_without_last(_context_stack.get(), self))
+        stack = _context_stack.get()
+        if stack and stack[-1] is self:  # the innermost: most often
+            _context_stack.set(stack[:-1])
+        else:
+            _context_stack.set(_without_last(stack, self))
         with _global_lock:
             if _global_stack and _global_stack[-1] is self:  # the innermost: most often
                 _global_stack.pop()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import operator
 import os
+import sys
 from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -48,6 +49,7 @@ __all__ = [
     "conversation_paths",
     "current_test_id",
     "resolve",
+    "script_name",
 ]
 
 Redactor = Callable[[dict[str, Any]], dict[str, Any] | None]
@@ -244,6 +246,19 @@ def _resolve(arguments: Arguments, name: str | None) -> Settings:
         fork=fork,
         conversation=conversation_paths(arguments.conversation_fields),
     )
+
+
+def script_name() -> str:
+    """The running script's file name: the test of a session no name or test id names
+    (its trajectory's, its run log entry's). Kept while ``sys.argv[0]`` stays the same."""
+    global _script
+    first = sys.argv[0] if sys.argv else ""
+    if _script[0] is not first:
+        _script = (first, os.path.basename(first) if first else "__main__")
+    return _script[1]
+
+
+_script = ("", "__main__")  # sys.argv[0], and its file name
 
 
 def current_test_id() -> str | None:
