@@ -68,10 +68,10 @@ def started(hosts: tuple[str, ...] = ()) -> None:
         if len(_holders) > 1:
             _export_hosts()
             return
-        _before = _environ.stored(_NAMES)  # as the first holder found them
-        pid = str(os.getpid())  # and its hosts, if it lists any: else what was there stays
-        values = (pid, ",".join(dict.fromkeys(hosts))) if hosts else (pid,)
-        _environ.put_all(_NAMES[: len(values)], values)
+        # Its pid, and its hosts if it lists any (else what was there stays); the variables
+        # as the first holder found them, to put back.
+        pid = str(os.getpid())
+        _before = _environ.swap(_NAMES, (pid, ",".join(dict.fromkeys(hosts))) if hosts else (pid,))
 
 
 def ended(hosts: tuple[str, ...] = ()) -> None:
