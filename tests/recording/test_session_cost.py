@@ -204,6 +204,33 @@ def test_a_one_call_replay_session_opens_only_its_cassette(
     assert len(looked) == 2 and all("trajectories" in str(p) for p in looked)
 
 
+def test_an_empty_replay_of_a_recorded_test_still_fails_for_its_unplayed_steps(
+    provider: ProviderSimulator, cassette_dir: Path, monkeypatch: pytest.MonkeyPatch, leased: None
+) -> None:
+    """The look for the trajectory is cheaper (no failed open when there is none), never
+    skipped: a replayed test that made none of its recorded calls fails, under a lease too."""
+    url = provider.url("/v1/chat/completions")
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    with ghostrun.session(mode="record", cassette_dir=cassette_dir, hosts=LOOPBACK, name="t"):
+        httpx2.post(url, json=body).raise_for_status()
+    from ghostrun._recording import _trajectory
+
+    recorded_in = _trajectory.swap(_trajectory.Tracker())  # replayed as a later process would
+    try:
+        with (
+            counting(monkeypatch, os, "access") as looked,
+            counting(monkeypatch, os, "open") as read,
+            pytest.raises(ghostrun.UnplayedSteps, match="used 0 of the 1 steps"),
+            ghostrun.session(mode="replay", cassette_dir=cassette_dir, name="t"),
+        ):
+            pass
+    finally:
+        _trajectory.swap(recorded_in)
+    (trajectory,) = (cassette_dir / "trajectories").iterdir()
+    assert [os.path.realpath(p) for p in looked] == [os.path.realpath(trajectory)]
+    assert [os.path.realpath(p) for p in read] == [os.path.realpath(trajectory)]
+
+
 # -- fsyncs ---------------------------------------------------------------------------
 
 
