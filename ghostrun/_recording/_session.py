@@ -114,25 +114,22 @@ class Session:
         tool_hosts: Iterable[str] = (),
         conversation_fields: Iterable[str] | None = None,
     ) -> None:
+        # In the fields' order (positional: half the cost of 14 keywords, paid every test).
         arguments = Arguments(
-            mode=mode,
-            cassette_dir=cassette_dir,
-            name=name,
-            hosts=hosts if type(hosts) is tuple else _strings(hosts)[0],
-            ignore_fields=(
-                ignore_fields if type(ignore_fields) is tuple else _strings(ignore_fields)[0]
-            ),
-            redact=redact,
-            ignore_urls=ignore_urls if type(ignore_urls) is tuple else _strings(ignore_urls)[0],
-            block_network=block_network,
-            on_unplayed=on_unplayed,
-            max_age=max_age,
-            on_stale=on_stale,
-            normalize=normalize,
-            tool_hosts=tool_hosts if type(tool_hosts) is tuple else _strings(tool_hosts)[0],
-            conversation_fields=(
-                None if conversation_fields is None else _strings(conversation_fields)[0]
-            ),
+            mode,
+            cassette_dir,
+            name,
+            hosts if type(hosts) is tuple else _strings(hosts)[0],
+            ignore_fields if type(ignore_fields) is tuple else _strings(ignore_fields)[0],
+            redact,
+            ignore_urls if type(ignore_urls) is tuple else _strings(ignore_urls)[0],
+            block_network,
+            on_unplayed,
+            max_age,
+            on_stale,
+            normalize,
+            tool_hosts if type(tool_hosts) is tuple else _strings(tool_hosts)[0],
+            None if conversation_fields is None else _strings(conversation_fields)[0],
         )
         # Arguments whose settings are kept were checked (a suite's every test after its
         # first); others fail here, where they were written.
