@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from _thread import RLock
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -166,7 +166,7 @@ class Deck:
         self.tools: list[ToolUse] = []
         self.session_index = 0  # its place among the sessions of its test (`_trajectory`)
         self.depth = 0  # how many blocks of the session are open
-        self._lock = RLock()
+        self._lock = threading.RLock()
         self._used = False  # its settings were resolved once: its cursors may have moved
         self._syncs = False  # its last entry defers its directories' syncs to its last exit
 
