@@ -104,8 +104,7 @@ def _wire() -> None:
     from ._intercept import _at_exit, _guard, _patch
     from ._recording import _deck, _runlog
 
-    _deck.subscribe(entering=_patch.session_entered, exiting=_patch.session_exited)
-    _deck.subscribe(entering=_guard.session_entered, exiting=_guard.session_exited)
+    _deck.subscribe(entering=_guard.session_entered, exiting=_guard.session_exited)  # + roads
     _patch.on_unhooked(_guard.acquire, _guard.release)  # an unhooked road refuses, in every mode
     _deck.subscribe(closed=_runlog.session_closed)
     _deck.subscribe(closed=_at_exit.session_closed)  # telemetry flushed at exit, after a replay

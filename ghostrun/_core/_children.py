@@ -64,12 +64,14 @@ def started(hosts: tuple[str, ...] = ()) -> None:
     refusing those hosts too, until it `ended`."""
     global _before
     with _lock:
-        if not _holders:
-            _before = _environ.stored(_NAMES)
-            _environ.put(ENV, str(os.getpid()))
         _holders.append(hosts)
-        if hosts or len(_holders) > 1:  # else nothing to list but what was there
+        if len(_holders) > 1:
             _export_hosts()
+            return
+        # Its pid, and its hosts if it lists any (else what was there stays); the variables
+        # as the first holder found them, to put back.
+        pid = str(os.getpid())
+        _before = _environ.swap(_NAMES, (pid, ",".join(dict.fromkeys(hosts))) if hosts else (pid,))
 
 
 def ended(hosts: tuple[str, ...] = ()) -> None:

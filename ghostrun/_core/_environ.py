@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["get", "put", "restore", "stored"]
+__all__ = ["get", "put", "restore", "stored", "swap"]
 
 _encode: Callable[[str], Any] = getattr(os.environ, "encodekey", str)
 _keys: dict[str, Any] = {}  # a variable's name: its key in ``os.environ``'s own dict
@@ -42,47 +42,60 @@ def stored(names: tuple[str, ...]) -> tuple[object, ...]:
     data = getattr(os.environ, "_data", None)
     if type(data) is not dict:
         return tuple(map(os.environ.get, names))
-    keys = _all.get(names)
-    if keys is None:
-        keys = _all[names] = tuple(map(_encode, names))
-    return tuple(map(data.get, keys))
+    return tuple(map(data.get, _all.get(names) or _keys_of(names)))
 
 
 def put(name: str, value: str) -> None:
     """``os.environ[name] = value``."""
+    swap((name,), (value,))
+
+
+def swap(names: tuple[str, ...], values: tuple[str, ...]) -> tuple[object, ...]:
+    """``os.environ[name] = value`` for the first names, one value each; returns every one
+    of ``names`` as `stored` had it before, for `restore`. One pass: a replay session per
+    test sets the variables its children inherit, and puts them back at its close."""
     environ = os.environ
     data = getattr(environ, "_data", None)
     if type(data) is not dict:
-        environ[name] = value
-        return
-    encoded = _values.get(value)
-    if encoded is None:
-        if len(_values) >= _KEEP:
-            _values.clear()
-        encoded = _values[value] = environ.encodevalue(value)
-    key = _keys.get(name) or _key(name)
-    os.putenv(key, encoded)
-    data[key] = encoded
+        before = tuple(map(environ.get, names))
+        for name, value in zip(names, values, strict=False):  # the first names
+            environ[name] = value
+        return before
+    keys = _all.get(names) or _keys_of(names)
+    before = tuple(map(data.get, keys))
+    for key, value in zip(keys, values, strict=False):
+        encoded = _values.get(value)
+        if encoded is None:
+            if len(_values) >= _KEEP:
+                _values.clear()
+            encoded = _values[value] = environ.encodevalue(value)
+        os.putenv(key, encoded)
+        data[key] = encoded
+    return before
 
 
 def restore(names: tuple[str, ...], values: tuple[object, ...]) -> None:
     """Put ``names`` back as `stored` gave their ``values``: each set again, or unset."""
     environ = os.environ
     data = getattr(environ, "_data", None)
-    for name, value in zip(names, values, strict=True):
+    keys = _all.get(names) or _keys_of(names)
+    for name, key, value in zip(names, keys, values, strict=True):
         if type(data) is not dict or isinstance(value, str):  # stored through a stand-in
             if value is None:
                 environ.pop(name, None)
             else:
                 environ[name] = str(value)
-            continue
-        key = _keys.get(name) or _key(name)
-        if value is not None:
+        elif value is not None:
             os.putenv(key, value)  # type: ignore[arg-type]  # as ``os.environ`` stores it
             data[key] = value
         elif key in data:
             os.unsetenv(key)
             del data[key]
+
+
+def _keys_of(names: tuple[str, ...]) -> tuple[Any, ...]:
+    keys = _all[names] = tuple(map(_encode, names))
+    return keys
 
 
 def _key(name: str) -> Any:

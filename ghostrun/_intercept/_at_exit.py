@@ -44,7 +44,7 @@ EXIT = AtExit()
 
 def session_closed(deck: Deck) -> None:
     """A session closed (a `Deck` subscriber): after a replay, answer telemetry at exit."""
-    if deck.mode is not Mode.REPLAY:
+    if deck.settings.mode is not Mode.REPLAY:
         return
     EXIT.arguments = deck.arguments
     if _handlers() != EXIT.handlers or EXIT.handlers < 0:  # one registered since ours
@@ -56,8 +56,10 @@ def session_closed(deck: Deck) -> None:
 def _handlers() -> int:
     """How many ``atexit`` handlers are registered (-1 where ``atexit`` does not say: then
     ours is registered again at every replayed session's close)."""
-    count = getattr(atexit, "_ncallbacks", None)
-    return -1 if count is None else int(count())
+    return -1 if _ncallbacks is None else int(_ncallbacks())
+
+
+_ncallbacks = getattr(atexit, "_ncallbacks", None)
 
 
 def answer_at_exit() -> None:

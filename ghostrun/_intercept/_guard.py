@@ -173,9 +173,11 @@ def installed() -> bool:
 
 
 def session_entered(deck: Deck) -> None:
-    """A session in replay (or rebase) holds the guard installed while it is open (a `Deck`
-    subscriber)."""
-    if deck.settings.mode.offline:  # `replay_run_started`, the hot path of a session per test
+    """A session opens (interception's one `Deck` subscriber, a straight path: a session per
+    test pays it): it holds the roads while it is open (`_patch`), and in replay (or rebase)
+    the guard, the children it starts replay runs (`replay_run_started`)."""
+    _roads.acquire()
+    if deck.settings.mode.offline:
         _installed.acquire()
         _children.started(deck.arguments.hosts)
 
@@ -184,6 +186,7 @@ def session_exited(deck: Deck) -> None:
     if deck.settings.mode.offline:
         _children.ended(deck.arguments.hosts)
         _installed.release()
+    _roads.release()
 
 
 def replay_run_started(hosts: tuple[str, ...] = ()) -> None:
@@ -324,11 +327,12 @@ def _hold() -> None:
     global _parked
     if _parked:
         _parked = False
-        if [o.__dict__.get(a, _ABSENT) for o, a, _, _ in _in_force] == [
-            hook for _, _, hook, _ in _in_force
-        ]:
+        for owner, attr, hook, _was in _in_force:
+            if owner.__dict__.get(attr, _ABSENT) is not hook:
+                _restore()
+                break
+        else:
             return
-        _restore()
     _install()
 
 

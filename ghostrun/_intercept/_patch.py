@@ -64,8 +64,6 @@ from .._recording import _deck
 if TYPE_CHECKING:
     from importlib.machinery import ModuleSpec
 
-    from .._recording._deck import Deck
-
 __all__ = [
     "ROADS",
     "Adapter",
@@ -88,8 +86,6 @@ __all__ = [
     "release",
     "replace",
     "restore_all",
-    "session_entered",
-    "session_exited",
     "survey",
     "unhooked",
     "when_restored",
@@ -588,14 +584,11 @@ _late = LateImports(_imported_late, _lock)
 _roads = Refcount(_install_all, _restore_all, _lock)
 
 
-def acquire() -> None:
-    """Install every road's hooks (the first caller does), until the last `release`."""
-    _roads.acquire()
-
-
-def release() -> None:
-    """The last release restores the exact original functions."""
-    _roads.release()
+# Install every road's hooks (the first caller does), until the last `release`, which
+# restores the exact original functions. The count's own methods: a session per test calls
+# them, and a function around each was a call more.
+acquire = _roads.acquire
+release = _roads.release
 
 
 def lease() -> Restore:
@@ -624,12 +617,3 @@ def _adapters() -> list[Adapter]:
     for road in ROADS:
         adapters += importlib.import_module(f"{__package__}.{road}").adapters()
     return adapters
-
-
-def session_entered(deck: Deck) -> None:
-    """Every open session holds the roads installed (a `Deck` subscriber)."""
-    _roads.acquire()
-
-
-def session_exited(deck: Deck) -> None:
-    _roads.release()

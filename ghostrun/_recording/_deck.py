@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
 from urllib.parse import urlsplit
 
 from .._core._age import today
@@ -39,7 +39,7 @@ from .._secrets._memory import defer_secrets
 from .._store._cassette import Recording
 from . import _rebase, _stale, _trajectory, _wiring
 from ._cassettes import Cassettes
-from ._closing import Closing, warn_auth
+from ._closing import Closing, Owed, warn_auth
 from ._counts import Counts
 from ._decide import Miss, Rebase, Replay, decide
 from ._hops import Hops
@@ -63,6 +63,7 @@ __all__ = [
 ]
 
 Hook = Callable[["Deck"], None]
+P = TypeVar("P")
 _AUTH_FAILURES = frozenset({401, 403, 407})  # recorded, and said at exit (`warn_auth`)
 
 
@@ -74,6 +75,7 @@ class _Hooks:
 
 
 _hooks = _Hooks()
+_NOTHING_OWED = Owed()  # what a session that never made its `Closing` owes: read, never filled
 
 
 def subscribe(
@@ -97,6 +99,42 @@ def wire() -> None:
     _wiring.ready(_hooks)
 
 
+class _Part(Generic[P]):
+    """A part of the deck made at its first use: a session that made no request never
+    builds its store, counts, redactor, closing or hops (an empty session is a test's
+    whole cost). Once made it is a plain attribute of the deck: the hot path reads it so.
+
+    Two threads that ask first at once get the same part (``setdefault``), never two.
+    """
+
+    def __init__(self, make: Callable[[Deck], P]) -> None:
+        self._make = make
+        self._name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    @overload
+    def __get__(self, deck: None, owner: type | None = None) -> _Part[P]: ...
+    @overload
+    def __get__(self, deck: Deck, owner: type | None = None) -> P: ...
+    def __get__(self, deck: Deck | None, owner: type | None = None) -> P | _Part[P]:
+        if deck is None:
+            return self
+        part: P = deck.__dict__.setdefault(self._name, self._make(deck))
+        return part
+
+
+def _redactor(deck: Deck) -> EntryRedactor:
+    return EntryRedactor(deck.arguments.redact)
+
+
+def _store(deck: Deck) -> Cassettes:
+    store = Cassettes()
+    store.adopt(deck.settings)
+    return store
+
+
 class Deck:
     """A session's engine side: it wires the decision, the store, the redactor and the counts.
 
@@ -104,20 +142,23 @@ class Deck:
     ``block_network``, the host ``matcher``, the ``telemetry`` list, the
     ``ignore`` paths, ...) and its cursors are resolved afresh each time its
     session is entered anew; its `counts` and what it kept for the run log last
-    as long as the session.
+    as long as the session. Its parts are made when first used (`_Part`).
     """
 
-    def __init__(self, arguments: Arguments) -> None:
+    counts = _Part(lambda deck: Counts())
+    store = _Part(_store)
+    redactor = _Part(_redactor)
+    closing = _Part(lambda deck: Closing())
+    hops = _Part(lambda deck: Hops())  # the redirects handed on: afresh at each entry
+
+    def __init__(self, arguments: Arguments, *, checked: bool = False) -> None:
         # The settings are resolved when the session is entered, or read before that
         # (`settings`): not here too, which cost a second resolve per session. A bad
-        # setting in the environment still fails here, where the session is written.
-        check(arguments)
-        self.arguments = arguments
-        self.counts = Counts()
-        self.store = Cassettes()
-        self.redactor = EntryRedactor(arguments.redact)
-        self.closing = Closing()
-        self.hops = Hops()  # the redirects handed on, and the hosts replayed ones made ours
+        # setting in the environment still fails here, where the session is written
+        # (``checked``: its session did).
+        if not checked:
+            check(arguments)
+        self.arguments: Arguments = arguments
         # The model calls of the session's latest entry, in order, by reference: its
         # trajectory (`_trajectory`) and what ``expect_trajectory`` reads.
         self.steps: list[Step] = []
@@ -127,6 +168,7 @@ class Deck:
         self.depth = 0  # how many blocks of the session are open
         self._lock = threading.RLock()
         self._used = False  # its settings were resolved once: its cursors may have moved
+        self._syncs = False  # its last entry defers its directories' syncs to its last exit
 
     # -- its settings, as last resolved ------------------------------------------------
 
@@ -144,12 +186,15 @@ class Deck:
         settings = self.settings = resolve(self.arguments)
         if not self._used:
             self._used = True
-            self.store.adopt(settings)
             return settings
-        self.store.reset(settings)
-        self.closing.take()
-        self.counts.entered()
-        self.hops = Hops()
+        made = self.__dict__  # the parts made so far (`_Part`): the others are made new
+        if "store" in made:
+            self.store.reset(settings)
+        if "closing" in made:
+            self.closing.take()
+        if "counts" in made:
+            self.counts.entered()
+        made.pop("hops", None)
         return settings
 
     @property
@@ -175,7 +220,8 @@ class Deck:
 
     def _adopt(self, settings: Settings) -> None:
         self.settings = settings
-        self.store.adopt(settings)
+        if "store" in self.__dict__:  # else made with these settings (`_store`)
+            self.store.adopt(settings)
 
     @property
     def block_network(self) -> bool:
@@ -238,15 +284,19 @@ class Deck:
         """A block of the session opens; the first one (again) resolves its settings afresh."""
         _wiring.ready(_hooks)  # the layers above hear of sessions from the first one on
         with self._lock:
-            if self.depth == 0:
-                self._resolve()
+            outermost = not self.depth
+            if outermost:
+                settings = self._resolve()
                 self.steps = []
                 self.tools = []
                 self.session_index = _trajectory.opened(self)
             for entering in _hooks.entering:
                 entering(self)
-            if self.depth == 0:
-                defer_dir_syncs()  # new names' directories: synced once, at the last exit
+            if outermost:
+                # New names' directories: synced once, at the last exit. Replay names none.
+                self._syncs = settings.mode is not Mode.REPLAY
+                if self._syncs:
+                    defer_dir_syncs()
             self.depth += 1
 
     def exit(self, exc: BaseException | None) -> None:
@@ -258,7 +308,8 @@ class Deck:
                 exiting(self)
             if self.depth:
                 return
-            owed = self.closing.take()
+            closing = self.__dict__.get("closing")  # never made: nothing is owed (`_Part`)
+            owed = _NOTHING_OWED if closing is None else closing.take()
         unraised, write_errors = owed.unraised, owed.write_errors
         try:
             for finish in owed.finishers:
@@ -267,7 +318,8 @@ class Deck:
             unplayed = _trajectory.session_closed(self, failed=failed)  # writes it if recorded
         finally:
             _trajectory.closed(self)  # whatever happened: the test's run can end
-            sync_deferred_dirs()  # DESIGN §3: each directory once per session, not per file
+            if self._syncs:
+                sync_deferred_dirs()  # DESIGN §3: each directory once per session, not per file
         for closed in _hooks.closed:
             closed(self)
         if owed.auth_failures:
@@ -276,11 +328,19 @@ class Deck:
             raise unraised[0] from exc
         if write_errors and exc is not write_errors[0]:
             raise write_errors[0]  # the block's own error, if any, is its __context__
-        max_age = self.max_age
-        if exc is None and max_age is not None:
-            _stale.report(owed.stale, max_age, self.settings.on_stale)
+        settings = self.settings
+        if exc is None and settings.max_age is not None:
+            _stale.report(owed.stale, settings.max_age, settings.on_stale)
         if unplayed is not None:
             raise unplayed
+
+    @property
+    def idle(self) -> bool:
+        """Whether it counted nothing: no request, no miss (the run log skips the rest)."""
+        counts = self.__dict__.get("counts")  # never made: nothing counted (`_Part`)
+        return counts is None or not (
+            counts.used_keys or counts.misses or counts.trail or counts.replayed or counts.recorded
+        )
 
     # -- one request -----------------------------------------------------------
 

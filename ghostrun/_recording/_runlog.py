@@ -93,6 +93,7 @@ from .._store._formats import (
 )
 from ._deck import Deck, current_test_id
 from ._session import current_deck
+from ._settings import script_name
 
 __all__ = [
     "LAST",
@@ -191,8 +192,8 @@ class RunLog:
         self._seen: weakref.WeakKeyDictionary[Deck, tuple[int, int, int, int]] = (
             weakref.WeakKeyDictionary()
         )
-        # What sessions that did nothing brought, once in (`session`): (directory, test,
-        # alias, mode, ignore_fields, normalizer).
+        # What sessions that did nothing brought, once in (`session`): (directory with its
+        # separator, test, alias, mode, ignore_fields, normalizer).
         self._quiet: set[tuple[Any, ...]] = set()
 
     def __bool__(self) -> bool:
@@ -237,14 +238,24 @@ class RunLog:
         session of the same shape is nothing to add (`_quiet`, until the log is cleared).
         """
         name, alias, directory = where
-        done = deck.counts  # they last as long as the session
-        did = done.used_keys or done.misses or done.trail or done.replayed or done.recorded
-        quiet = None
-        if not did:
-            shape = (deck.mode, deck.arguments.ignore_fields, deck.normalizer)
-            quiet = (directory, name, alias, *shape)
+        settings = deck.settings
+        if deck.idle:  # nothing to count: its test's entry, its ignore_fields and normalize
+            ignored, shapes = deck.arguments.ignore_fields, settings.normalizer
+            quiet = (settings.prefix, name, alias, settings.mode, ignored, shapes)
             if quiet in self._quiet:
                 return
+            with self._lock:
+                log = self._dir(directory)
+                log["replay"] = _only_replay(log["replay"], settings.mode is Mode.REPLAY)
+                test = _test(log, name, alias)
+                _add_new(test["ignore_fields"], ignored)
+                if shapes is not None:
+                    _add_new(test["normalize"], _shapes(deck))
+                if directory in _absolute:
+                    if len(self._quiet) >= _QUIET:  # a long run's older shapes: seen again
+                        self._quiet.clear()
+                    self._quiet.add(quiet)
+            return
         with self._lock:
             replayed, recorded, missed, trailed = self._seen.get(deck, (0, 0, 0, 0))
             now = (deck.replayed, deck.recorded, len(deck.misses), len(deck.trail))
@@ -262,10 +273,6 @@ class RunLog:
             log["cassettes_used"].update(deck.used_keys)
             for miss in deck.misses[missed:]:
                 log["misses"].append({"test": name, "message": _scrub(str(miss), deck)})
-            if quiet is not None and directory in _absolute:
-                if len(self._quiet) >= _QUIET:  # a long run's older shapes: seen again, re-added
-                    self._quiet.clear()
-                self._quiet.add(quiet)
 
     def verdict(self, key: str, directory: Path) -> None:
         with self._lock:
@@ -734,14 +741,10 @@ def load_run(path: Path) -> RunLogFile:
 
 
 def _where_session(deck: Deck) -> Where:
-    test_id = current_test_id()
-    return Where(deck.name or test_id or _script_name(), test_id, deck.cassette_dir)
+    test_id, settings = current_test_id(), deck.settings
+    return Where(settings.name or test_id or script_name(), test_id, settings.cassette_dir)
 
 
 def _where_default() -> Where:
     test_id = current_test_id()
-    return Where(test_id or _script_name(), test_id, settings.resolve_cassette_dir())
-
-
-def _script_name() -> str:
-    return os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "__main__"
+    return Where(test_id or script_name(), test_id, settings.resolve_cassette_dir())

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import operator
 import os
+import sys
 from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -48,6 +49,7 @@ __all__ = [
     "conversation_paths",
     "current_test_id",
     "resolve",
+    "script_name",
 ]
 
 Redactor = Callable[[dict[str, Any]], dict[str, Any] | None]
@@ -97,14 +99,20 @@ def check(arguments: Arguments) -> None:
     """Fail where the session is written: a bad setting in the environment, or a path
     of ``ignore_fields`` that can never match. Resolving waits for the first entry.
 
-    Settings resolved from the same inputs passed these checks already (`_Kept`)."""
-    if _kept(_key(arguments)) is not None:
+    Settings resolved from the same inputs passed these checks already (`checked`)."""
+    if checked(arguments):
         return
     resolve_mode(arguments.mode)
     if arguments.block_network is None:
         block_network_default()
     split_field_paths(arguments.ignore_fields)
     conversation_paths(arguments.conversation_fields)
+
+
+def checked(arguments: Arguments) -> bool:
+    """Whether settings resolved from ``arguments`` under the inputs of now are kept (`_Kept`):
+    then these arguments passed every check, `check`'s and the session's own, already."""
+    return _lookup(arguments)[1] is not None
 
 
 def conversation_paths(explicit: tuple[str, ...] | None) -> tuple[tuple[str, ...], ...]:
@@ -122,8 +130,7 @@ def resolve(arguments: Arguments) -> Settings:
     What the same inputs gave before is given again (`_Kept`), under this test's name.
     """
     name = arguments.name or current_test_id()
-    key = _key(arguments)
-    kept = _kept(key)
+    key, kept = _lookup(arguments)
     if kept is None:
         found = _resolve(arguments, name)
         if key is _UNKEPT:
@@ -193,24 +200,21 @@ _resolved: dict[Hashable, _Kept] = {}
 _UNKEPT: Hashable = object()  # a key that cannot be kept
 
 
-def _key(arguments: Arguments) -> Hashable:
-    """What resolving ``arguments`` depends on but the project's table and the name;
-    `_UNKEPT` when it cannot be kept (a forked run's plan counts its steps)."""
+def _lookup(arguments: Arguments) -> tuple[Hashable, _Kept | None]:
+    """What resolving ``arguments`` depends on but the project's table and the name (`_UNKEPT`
+    when it cannot be kept: a forked run's plan counts its steps), and what it gave, if the
+    project's table is the one read then."""
     environment = _environ.stored(READS)
     if environment[-1]:
-        return _UNKEPT
-    return (arguments[:2], arguments[3:], environment, _configured(settings))
-
-
-def _kept(key: Hashable) -> _Kept | None:
-    """What the inputs ``key`` says gave, if the project's table is the one read then."""
-    if key is _UNKEPT:
-        return None
+        return _UNKEPT, None
+    key = (arguments[:2], arguments[3:], environment, _configured(settings))
     try:
         found = _resolved.get(key)
     except TypeError:  # an argument that is no dict key (a list as normalize=)
-        return None
-    return found if found is not None and found.project is _project.current() else None
+        return _UNKEPT, None
+    if found is None or found.project is not _project.current():
+        return key, None
+    return key, found
 
 
 def _resolve(arguments: Arguments, name: str | None) -> Settings:
@@ -242,6 +246,19 @@ def _resolve(arguments: Arguments, name: str | None) -> Settings:
         fork=fork,
         conversation=conversation_paths(arguments.conversation_fields),
     )
+
+
+def script_name() -> str:
+    """The running script's file name: the test of a session no name or test id names
+    (its trajectory's, its run log entry's). Kept while ``sys.argv[0]`` stays the same."""
+    global _script
+    first = sys.argv[0] if sys.argv else ""
+    if _script[0] is not first:
+        _script = (first, os.path.basename(first) if first else "__main__")
+    return _script[1]
+
+
+_script = ("", "__main__")  # sys.argv[0], and its file name
 
 
 def current_test_id() -> str | None:

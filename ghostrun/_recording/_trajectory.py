@@ -32,7 +32,6 @@ nothing (DESIGN §3), and a recorded one rewrites the file instead of growing it
 from __future__ import annotations
 
 import os
-import sys
 import threading
 import warnings
 from typing import TYPE_CHECKING, Any, cast
@@ -52,10 +51,11 @@ from .._store._trajectory import (
     Trajectory,
     load_trajectory,
     played,
+    trajectory_file,
     trajectory_path,
     write_trajectory,
 )
-from ._settings import current_test_id
+from ._settings import current_test_id, script_name
 from ._steps import (
     Step,
     ToolUse,
@@ -137,7 +137,7 @@ class Tracker:
         The same run goes on while one of its sessions is open, or in the runner's
         same test; else this is a re-run, numbered from 0 again.
         """
-        scope = self.scope()
+        scope = self._test if self._test is not None else current_test_id()  # `scope`
         with self._lock:
             run = self._runs.get(test)
             if run is None or not (run.open or (scope is not None and scope == run.scope)):
@@ -181,7 +181,7 @@ def test_identity(deck: Deck) -> str:
     name = deck.settings.name
     if name:
         return name
-    return os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "__main__"
+    return script_name()
 
 
 test_identity.__test__ = False  # type: ignore[attr-defined]  # not a test, despite its name
@@ -223,12 +223,13 @@ def session_closed(deck: Deck, failed: bool) -> Exception | None:
     test = test_identity(deck)
     steps = in_order(deck)
     recorded_now = bool(steps) and any(step.recorded for step in steps)
-    if deck.mode is Mode.REBASE and failed:
+    mode = deck.settings.mode
+    if mode is Mode.REBASE and failed:
         return None  # a rebase that missed keeps the recorded trajectory: it is re-recorded
     if _tracker.recorded(test, recorded_now):
         _write(deck, test, steps)
         return None
-    if not deck.mode.offline or failed:
+    if failed or not mode.offline:
         return None
     return _check(deck, test, len(steps))
 
@@ -354,8 +355,10 @@ def _scrubbed(value: Any, edits: dict[str, str] | None) -> Any:
 
 def _check(deck: Deck, test: str, used: int) -> Exception | None:
     """Steps the recorded trajectory holds for this session beyond those it used."""
-    path = trajectory_path(deck.cassette_dir, test)
-    found = load_trajectory(path)
+    path = trajectory_file(deck.settings.prefix, test)
+    # A test that never recorded a call has no file: asked without the error a failed open
+    # raises, which costs three times the look (an empty session's largest single cost).
+    found = load_trajectory(path) if os.access(path, os.F_OK) else None
     if found is None:
         return None
     mine = played([s for s in found["steps"] if s["session"] == deck.session_index])

@@ -68,6 +68,7 @@ __all__ = [
     "load_trajectory",
     "model_steps",
     "played",
+    "trajectory_file",
     "trajectory_path",
     "write_trajectory",
 ]
@@ -90,16 +91,32 @@ def trajectory_path(cassette_dir: str | os.PathLike[str], test: str) -> Path:
         return _paths[cassette_dir, test]
     except (KeyError, TypeError):  # TypeError: a path-like object that cannot be hashed
         pass
-    readable = _UNSAFE.sub("_", test.replace("::", "--")).strip("._-")[:_MAX_STEM]
-    digest = hashlib.sha256(test.encode()).hexdigest()[:8]
-    path = Path(cassette_dir) / TRAJECTORIES / f"{readable or 'test'}-{digest}.json"
+    path = Path(cassette_dir) / TRAJECTORIES / _file_name(test)
     if len(_paths) >= _KEPT_PATHS:
         _paths.clear()
     _paths[cassette_dir, test] = path
     return path
 
 
+def trajectory_file(prefix: str, test: str) -> str:
+    """`trajectory_path` as a string, from the directory with its separator (a session's
+    ``prefix``): the look every replayed session takes builds no ``Path``."""
+    found = _files.get((prefix, test))
+    if found is None:
+        if len(_files) >= _KEPT_PATHS:
+            _files.clear()
+        found = _files[prefix, test] = f"{prefix}{TRAJECTORIES}{os.sep}{_file_name(test)}"
+    return found
+
+
+def _file_name(test: str) -> str:
+    readable = _UNSAFE.sub("_", test.replace("::", "--")).strip("._-")[:_MAX_STEM]
+    digest = hashlib.sha256(test.encode()).hexdigest()[:8]
+    return f"{readable or 'test'}-{digest}.json"
+
+
 _paths: dict[tuple[str | os.PathLike[str], str], Path] = {}
+_files: dict[tuple[str, str], str] = {}
 _KEPT_PATHS = 4096
 
 
