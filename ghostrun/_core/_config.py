@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from . import _project
 from ._age import parse_max_age
-from ._children import parent_hosts, parent_replays, parent_text
+from ._children import parent_blocks, parent_hosts, parent_replays, parent_text
 from ._modes import Mode, parse_mode, running_on_ci
 from ._normalize import normalizer
 from ._public import public
@@ -147,7 +147,10 @@ _TRUE, _FALSE = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
 
 
 def block_network_default() -> bool:
-    """``block_network`` for a session that does not say (pytest's flag sets the variable)."""
+    """``block_network`` for a session that does not say (pytest's flag sets the variable);
+    on in a child of a replay run that had it on (`_children.parent_blocks`)."""
+    if parent_blocks():
+        return True
     value = os.environ.get("GHOSTRUN_BLOCK_NETWORK", "").strip().lower()
     if not value:
         return bool(_project.current().get("block_network"))

@@ -177,14 +177,16 @@ def session_entered(deck: Deck) -> None:
     test pays it): it holds the roads while it is open (`_patch`), and in replay (or rebase)
     the guard, the children it starts replay runs (`replay_run_started`)."""
     _roads.acquire()
-    if deck.settings.mode.offline:
+    settings = deck.settings
+    if settings.mode.offline:
         _installed.acquire()
-        _children.started(deck.arguments.hosts)
+        _children.started(deck.arguments.hosts, settings.block_network)
 
 
 def session_exited(deck: Deck) -> None:
-    if deck.settings.mode.offline:
-        _children.ended(deck.arguments.hosts)
+    settings = deck.settings
+    if settings.mode.offline:
+        _children.ended(deck.arguments.hosts, settings.block_network)
         _installed.release()
     _roads.release()
 

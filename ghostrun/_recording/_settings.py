@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 
 from .._core import _environ, _project
 from .._core._age import MAX_AGE_ENV, max_age_days
+from .._core._children import parent_blocks
 from .._core._config import (
     block_network_default,
     check_on_stale,
@@ -222,6 +223,7 @@ def _resolve(arguments: Arguments, name: str | None) -> Settings:
     cassette_dir = settings.resolve_cassette_dir(arguments.cassette_dir)
     explicit = arguments.block_network
     block_network = block_network_default() if explicit is None else bool(explicit)
+    block_network = block_network or parent_blocks()  # a blocking parent's child: fail closed
     shapes = settings.resolve_normalize() if arguments.normalize is None else arguments.normalize
     ignored = settings.resolve_ignore_urls() + arguments.ignore_urls
     fork = current_plan()

@@ -203,3 +203,60 @@ def test_a_child_of_a_live_pytest_run_still_reaches(
     env = _env(SIM_URL=provider.url("/plain"), GHOSTRUN_HOSTS=provider.base_url)
     assert _pytest_child(installed_python, tmp_path, env) == "reached"
     assert provider.served == 1
+
+
+BLOCKING_PARENT = '''
+import subprocess, sys
+
+import ghostrun
+
+CHILD = """
+import socket
+try:
+    socket.create_connection(("192.0.2.1", 9), timeout=2).close()
+except BaseException as exc:
+    print("child:", type(exc).__name__, "block_network" in str(exc))
+else:
+    print("child: connected")
+"""
+
+with ghostrun.session(mode="replay", block_network=sys.argv[1] == "block"):
+    run = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True)
+print(run.stdout.strip() or run.stderr[-300:])
+'''
+
+
+@pytest.mark.parametrize(("block", "said"), [("block", "CacheMiss True"), ("-", "")])
+def test_a_child_of_a_blocking_replay_session_blocks_too(
+    installed_python: str, tmp_path: Path, block: str, said: str
+) -> None:
+    """``session(block_network=True)`` in the parent, nothing in the environment: its child
+    refuses a connection that is not loopback, as the session would (192.0.2.1 is a
+    documentation address: unblocked, the connect fails on its own, with no refusal)."""
+    script = tmp_path / "parent.py"
+    script.write_text(BLOCKING_PARENT)
+    run = subprocess.run(
+        [installed_python, str(script), block], cwd=tmp_path, env=_env(), capture_output=True,
+        text=True, timeout=120, check=False,
+    )  # fmt: skip
+    (line,) = [line for line in run.stdout.splitlines() if line.startswith("child:")]
+    if said:
+        assert line == f"child: {said}", run.stdout + run.stderr
+    else:
+        assert "CacheMiss" not in line and line.endswith("False"), line  # not refused by us
+
+
+def test_the_block_travels_with_the_parents_variable_while_a_blocking_session_is_open(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import ghostrun
+    from ghostrun._core import _children
+
+    monkeypatch.delenv(_children.ENV, raising=False)
+    pid = str(os.getpid())
+    with ghostrun.session(mode="replay", cassette_dir=tmp_path):
+        assert os.environ[_children.ENV] == pid
+        with ghostrun.session(mode="replay", cassette_dir=tmp_path, block_network=True):
+            assert os.environ[_children.ENV] == pid + ":block"  # the nested one blocks
+        assert os.environ[_children.ENV] == pid
+    assert _children.ENV not in os.environ
