@@ -419,13 +419,10 @@ _MODEL_STEP_FIELDS = operator.itemgetter(
 
 
 def _plain_tokens(tokens: Any) -> bool:
-    return (
-        type(tokens) is dict and _plain_count(tokens.get("in")) and _plain_count(tokens.get("out"))
-    )
-
-
-def _plain_count(value: Any) -> bool:
-    return type(value) is int and value >= 0
+    if type(tokens) is not dict:
+        return False
+    used_in, used_out = tokens.get("in"), tokens.get("out")
+    return type(used_in) is int and used_in >= 0 and type(used_out) is int and used_out >= 0
 
 
 # -- the pieces ------------------------------------------------------------------------------
