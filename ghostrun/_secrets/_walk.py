@@ -164,18 +164,23 @@ def without_credential_fields(value: Any) -> Any:
 def has_credential_field(value: Any) -> bool:
     """Whether any field of a parsed JSON value is a credential field: most bodies have none.
 
-    Read only, and it stops at the first: `map_fields`'s rule, without its building."""
+    Read only, and it stops at the first: `map_fields`'s rule, without its building. It
+    reads every request's body (the match key): it calls itself for objects and lists
+    only, never for a string or a number."""
     if isinstance(value, dict):
         for key, item in value.items():
             if is_credential_field(str(key)) and not is_schema(item):
                 return True
-            if has_credential_field(item):
+            if isinstance(item, _CONTAINERS) and has_credential_field(item):
                 return True
     elif isinstance(value, list):
         for item in value:
-            if has_credential_field(item):
+            if isinstance(item, _CONTAINERS) and has_credential_field(item):
                 return True
     return False
+
+
+_CONTAINERS = (dict, list)
 
 
 def _is_leaf(value: Any) -> bool:

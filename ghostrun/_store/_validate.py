@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import operator
 import os
 import re
 from collections.abc import Callable
@@ -158,11 +159,7 @@ def load(path: str | os.PathLike[str], kind: Kind) -> Document | None:
     data = read_bytes(path)
     if data is None:
         return None
-    document = _parse(data, path, kind)
-    # Nesting deeper than the limit needs more brackets than it: counted at C speed, so
-    # nearly every file is spared the walk.
-    deep = data.count(b"{") + data.count(b"[") > LIMITS["json_depth"].value
-    return check(document, path, kind, may_be_deep=deep)
+    return _check(_parse(data, path, kind), path, kind, data)
 
 
 def read(path: str | os.PathLike[str], kind: Kind) -> Any:
@@ -190,14 +187,28 @@ def check(
     """``document`` if it is a valid file of ``kind`` named ``path``, else a CassetteError.
 
     ``document`` is any parsed JSON (a true boundary); what it returns is typed (`Document`).
+    ``may_be_deep=False``: the caller knows it nests within the limit.
+    """
+    return _check(document, path, kind, None if may_be_deep else b"")
+
+
+def _check(document: Any, path: str | os.PathLike[str], kind: Kind, data: bytes | None) -> Document:
+    """`check`, ``data`` the file's bytes (None: not known), whose brackets bound its depth.
+
+    Nesting deeper than the limit needs more brackets than it: counted at C speed, so
+    nearly every file is spared the walk. An everyday cassette is not even counted:
+    its own levels are fixed, so its JSON bodies alone can nest (`_plain_depth_within`),
+    and a streamed one, whose events hold brackets inside their strings, would be
+    counted for nothing (it walked anyway).
     """
     stem = _stem(path)
     plain = kind == "cassette" and _plain_cassette(document, stem)
-    if plain and (not may_be_deep or _plain_depth_within(document)):
+    if plain and _plain_depth_within(document):
         return cast(CassetteFile, document)  # checked just now
-    if may_be_deep:
-        depth = json_depth(document, LIMITS["json_depth"].value)
-        if depth > LIMITS["json_depth"].value:
+    limit = LIMITS["json_depth"].value
+    if data is None or data.count(b"{") + data.count(b"[") > limit:
+        depth = json_depth(document, limit)
+        if depth > limit:
             message = limit_message("json_depth", f"at least {depth}")
             raise CassetteError(f"{kind} {path}: {message}. {_FIX[kind]}")
     if plain:
@@ -251,7 +262,7 @@ def _plain_cassette(document: Any, stem: str) -> bool:
         return False
     if not _plain_headers(request.get("headers", {})) or not _plain_body(request, "body"):
         return False
-    return all(_plain_response(response) for response in responses)
+    return all(map(_plain_response, responses))
 
 
 _STR = frozenset({str})
@@ -276,18 +287,27 @@ def _plain_depth_within(document: dict[str, Any]) -> bool:
     request = document["request"]
     if not request.keys() <= _PLAIN_REQUEST_KEYS or not _body_within(request, 3, limit):
         return False
-    return all(
-        response.keys() <= _PLAIN_RESPONSE_KEYS and _body_within(response, 4, limit)
-        for response in document["responses"]
-    )
+    for response in document["responses"]:
+        if not (response.keys() <= _PLAIN_RESPONSE_KEYS and _body_within(response, 4, limit)):
+            return False
+    return True
 
 
 def _body_within(holder: dict[str, Any], above: int, limit: int) -> bool:
-    """A plain body's JSON value, ``above`` levels down the file, ends within the limit."""
+    """A plain body's JSON value, ``above`` levels down the file, ends within the limit.
+
+    Its brackets, written out at C speed, bound its depth: the walk is left to the
+    value with more brackets than room (or too deep for orjson to write out).
+    """
     body = holder.get("body")
     if type(body) is not dict or "json" not in body:
         return True  # text, or a stream's list of strings: fixed levels
-    return above + json_depth(body["json"], limit) <= limit
+    value, room = body["json"], limit - above
+    try:
+        text = orjson.dumps(value)
+    except orjson.JSONEncodeError:  # nested past orjson's own limit (254 levels)
+        return False
+    return text.count(b"{") + text.count(b"[") <= room or json_depth(value, limit) <= room
 
 
 def _plain_response(response: Any) -> bool:
@@ -364,35 +384,45 @@ def _plain_trajectory(document: Any) -> bool:
 
 
 def _plain_step(step: Any) -> bool:
-    if type(step) is not dict or not _plain_count(step.get("session")):
+    if type(step) is not dict:
+        return False
+    session = step.get("session")
+    if type(session) is not int or session < 0:
         return False
     kind = step.get("kind", "model")
     if kind == "answer":
         return type(step.get("text")) is str
     if kind != "model" or "changed" in step or "rebased_from" in step:
         return False  # a tool step, a rebased one: the full check
-    model, tokens, calls = step.get("model"), step.get("tokens", 0), step.get("tool_calls")
+    try:  # the fields a model step must have, in one call (a replayed test reads them all)
+        method, endpoint, key, prompt, response, calls, tokens = _MODEL_STEP_FIELDS(step)
+    except KeyError:
+        return False  # one is missing: the full check names it
+    model = step.get("model")
     return (
-        type(step.get("method")) is str
-        and type(step.get("endpoint")) is str
-        and type(step.get("key")) is str
-        and type(step.get("prompt")) is str
-        and _plain_count(step.get("response"))
+        type(method) is str
+        and type(endpoint) is str
+        and type(key) is str
+        and type(prompt) is str
+        and type(response) is int
+        and response >= 0
         and (model is None or type(model) is str)
         and type(calls) is list
-        and all(type(call) is dict and type(call.get("name")) is str for call in calls)
+        and (not calls or all(type(c) is dict and type(c.get("name")) is str for c in calls))
         and (tokens is None or _plain_tokens(tokens))
     )
 
 
+_MODEL_STEP_FIELDS = operator.itemgetter(
+    "method", "endpoint", "key", "prompt", "response", "tool_calls", "tokens"
+)
+
+
 def _plain_tokens(tokens: Any) -> bool:
-    return (
-        type(tokens) is dict and _plain_count(tokens.get("in")) and _plain_count(tokens.get("out"))
-    )
-
-
-def _plain_count(value: Any) -> bool:
-    return type(value) is int and value >= 0
+    if type(tokens) is not dict:
+        return False
+    used_in, used_out = tokens.get("in"), tokens.get("out")
+    return type(used_in) is int and used_in >= 0 and type(used_out) is int and used_out >= 0
 
 
 # -- the pieces ------------------------------------------------------------------------------

@@ -12,7 +12,10 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from ghostrun._secrets._walk import has_credential_field, without_credential_fields
 from ghostrun._store._keys import (
     canonical_body,
     canonical_url,
@@ -415,3 +418,23 @@ def test_key_ignores_credentials_wherever_they_travel() -> None:
     with_b = key("alt=sse&key=AIza-B-111111", {"m": 1, "api_key": "B", "auth": {"password": "B"}})
     without = key("alt=sse", {"m": 1, "auth": {}})
     assert with_a == with_b == without
+
+
+_FIELD_NAMES = st.sampled_from(
+    ["model", "api_key", "max_tokens", "password", "type", "properties", "auth", "content"]
+)
+_BODIES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=4) | st.just({"type": "string"}),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_FIELD_NAMES, inner, max_size=3),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(value=_BODIES)
+def test_the_keys_credential_look_agrees_with_the_walk_that_drops_credential_fields(
+    value: Any,
+) -> None:
+    """`has_credential_field` (read on every request's key, calling itself for objects and
+    lists only) finds a field exactly when the key's dropping walk changes the body."""
+    assert has_credential_field(value) == (without_credential_fields(value) is not value)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import openai
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -242,3 +243,95 @@ def test_the_plain_trajectory_check_accepts_only_what_the_full_one_accepts(
 def test_the_plain_trajectory_check_takes_the_trajectory_replay_reads() -> None:
     steps = [_MODEL_STEP, {**_MODEL_STEP, "tokens": {"in": 3, "out": 4}}, _ANSWER_STEP]
     assert _validate._plain_trajectory({"version": 1, "test": "t", "steps": steps})
+
+
+# Ghostrun's own calls (Python functions, and the C functions its code calls) per replayed
+# request, trajectory check included (issue 43): 238 for an openai stream and 211 for an
+# anthropic one before the store read a plain cassette without scanning its bytes or walking
+# its request body, decoded a stream's chunks in one step, checked a trajectory's step in
+# one look-up and walked a key's body by its objects and lists only (189 and 195 after).
+_CALLS_PER_REQUEST = {"openai": 205, "anthropic": 203}
+
+
+def _anthropic_stream(client: Any, prompt: str) -> str:
+    events = client.messages.create(
+        model="claude-sim",
+        max_tokens=64,
+        messages=[{"role": "user", "content": prompt}],
+        stream=True,
+    )
+    return "".join(e.delta.text for e in events if e.type == "content_block_delta")
+
+
+@pytest.mark.parametrize("lane", sorted(_CALLS_PER_REQUEST))
+def test_a_replayed_stream_request_costs_ghostrun_a_bounded_number_of_calls(
+    provider: ProviderSimulator,
+    cassette_dir: Path,
+    new_process: Callable[[], None],
+    lane: str,
+) -> None:
+    import anthropic
+
+    if lane == "openai":
+        client: Any = _client(provider)
+        ask: Callable[[Any, str], str] = _stream
+    else:
+        client = anthropic.Anthropic(base_url=provider.url(), api_key="sk-test", max_retries=0)
+        ask = _anthropic_stream
+    prompts = [f"question {i}:" + " w" * 25 for i in range(3)]
+
+    def run(mode: str, count: int) -> None:
+        name = f"t{count}"
+        with ghostrun.session(mode=mode, cassette_dir=cassette_dir, hosts=LOOPBACK, name=name):
+            for prompt in prompts[:count]:
+                assert ask(client, prompt).endswith(prompt)
+
+    def replay(count: int) -> None:
+        run("replay", count)
+
+    calls = {}
+    for count in (3, 1):
+        run("record", count)
+    for count in (3, 1):
+        new_process()
+        replay(count)  # warm: the first replay of a process builds what it keeps
+        new_process()
+        calls[count] = _ghostrun_calls(lambda count=count: replay(count))
+    per_request = (calls[3] - calls[1]) / 2
+    assert per_request <= _CALLS_PER_REQUEST[lane], (per_request, calls)
+
+
+@st.composite
+def _nested(draw: st.DrawFn) -> Any:
+    """A JSON value nested 0 to 110 levels deep, its strings holding brackets or not."""
+    value: Any = draw(st.sampled_from(["[{", "plain", 3, None, "}]]"]))
+    noted = draw(st.sampled_from([(), ("[[",), ("{", "x")]))  # strings beside each level
+    for _ in range(draw(st.integers(0, 110))):
+        value = [value, *noted] if draw(st.booleans()) else {"k": value, **dict.fromkeys(noted)}
+    return value
+
+
+@settings(max_examples=300, deadline=None)
+@given(request=_nested(), response=_nested(), streamed=st.booleans())
+def test_a_plain_cassettes_depth_is_refused_exactly_when_the_walk_refuses_it(
+    request: Any, response: Any, streamed: bool
+) -> None:
+    """Its JSON bodies are bounded by their brackets, not the file's: the same verdicts."""
+    from ghostrun._store._limits import LIMITS, json_depth
+
+    key = "0" * 32
+    body = {"sse": ["data: {[[[[\n\n"] * 60} if streamed else {"json": response}
+    document = {
+        "key": key,
+        "version": 2,
+        "request": {"method": "POST", "url": "http://127.0.0.1/v1", "body": {"json": request}},
+        "responses": [{"status": 200, "headers": {"content-type": "text/plain"}, "body": body}],
+    }
+    within = json_depth(document, LIMITS["json_depth"].value) <= LIMITS["json_depth"].value
+    for data in (orjson.dumps(document), None):
+        try:
+            _validate._check(document, f"/cassettes/{key}.json", "cassette", data)
+        except ghostrun.CassetteError as exc:
+            assert not within and "json_depth" in str(exc), exc
+        else:
+            assert within

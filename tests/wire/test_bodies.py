@@ -15,7 +15,13 @@ from hypothesis import strategies as st
 from simulator import ProviderSimulator, RawReply
 
 import ghostrun
-from ghostrun._wire._bodies import JSON_FORMATS, decode_body, encode_chunks, encode_response_body
+from ghostrun._wire._bodies import (
+    JSON_FORMATS,
+    STREAM_KINDS,
+    decode_body,
+    encode_chunks,
+    encode_response_body,
+)
 
 LOOPBACK = ("127.0.0.1",)
 JSON_TYPE = "application/json"
@@ -173,3 +179,16 @@ def test_a_version_1_cassette_replays_as_it_always_did_and_is_kept_on_append(
         {"json": {"a": 1, "b": [1.5]}},
         {"format": "python-utf8", "json": {"z": 1}},
     ]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    kind=st.sampled_from(STREAM_KINDS),
+    chunks=st.lists(st.text(max_size=6) | st.integers() | st.none(), max_size=5),
+)
+def test_a_stream_without_carries_decodes_to_its_chunks_whatever_they_hold(
+    kind: str, chunks: list[Any]
+) -> None:
+    """The everyday stream takes a shorter road (its chunks encoded at once) to the same
+    chunks the general reading gives: each value as text, UTF-8."""
+    assert decode_body({kind: chunks}) == [str(chunk).encode() for chunk in chunks]
