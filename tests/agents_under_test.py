@@ -137,6 +137,10 @@ def pydantic_ai_agent(
     model = OpenAIChatModel("gpt-sim", provider=OpenAIProvider(openai_client=client))
     agent = Agent(model, instructions="Use the tools.")
 
+    async def run() -> Any:
+        async with client:  # closed in the loop it connected in (see `agents_runner`)
+            return await agent.run(QUESTION, usage_limits=UsageLimits(request_limit=max_steps))
+
     @agent.tool_plain
     def lookup_order(order_id: str) -> str:
         """Look up an order by its id."""
@@ -148,7 +152,7 @@ def pydantic_ai_agent(
         return results("refund", {"order_id": order_id})
 
     try:
-        result = agent.run_sync(QUESTION, usage_limits=UsageLimits(request_limit=max_steps))
+        result = asyncio.run(run())
     except UsageLimitExceeded:
         return None
     return result if whole else str(result.output)

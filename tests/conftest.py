@@ -4,6 +4,8 @@ helpers that are not fixtures are in helpers.py."""
 
 from __future__ import annotations
 
+import gc
+import inspect
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -49,6 +51,19 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("NO_PROXY", "no_proxy"):
         current = os.environ.get(name, "")
         monkeypatch.setenv(name, ",".join(filter(None, [current, "127.0.0.1", "localhost"])))
+
+
+@pytest.fixture(autouse=True)
+def _earlier_garbage_collected(request: pytest.FixtureRequest) -> None:
+    """Before an async test's event loop runs, collect what earlier tests left.
+
+    An SDK's async client left unclosed closes itself when collected, from whatever loop
+    is running then (openai's and others' ``__del__``): inside a later async test, its
+    connections' loop long closed, that fails the later test ("Event loop is closed").
+    Collected here, with no loop running, it closes nothing and fails nobody.
+    """
+    if inspect.iscoroutinefunction(getattr(request.node, "obj", None)):
+        gc.collect()
 
 
 @pytest.fixture

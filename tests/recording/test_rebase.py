@@ -11,6 +11,7 @@ misses, naming the field.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import shutil
@@ -345,7 +346,11 @@ def pydantic_ai_refund(url: str, settings: dict[str, Any]) -> str:
         """Refund an order by its id."""
         return default_results("refund", {"order_id": order_id})
 
-    return str(agent.run_sync(QUESTION).output)
+    async def run() -> Any:
+        async with client:  # closed in the loop it connected in: never by a later test's
+            return await agent.run(QUESTION)
+
+    return str(asyncio.run(run()).output)
 
 
 def test_a_pydantic_ai_agent_rebases_every_step_of_its_tool_loop(
