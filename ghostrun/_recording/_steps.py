@@ -187,11 +187,12 @@ def mcp_plumbing(steps: list[Step]) -> set[int]:
     no body at an endpoint that took one, and the GET that opened a push stream
     (MCP's SSE transport: `push_streams`).
     """
-    rpc = [s for s in steps if b'"jsonrpc"' in s.body and _json_rpc(s.request_json())]
+    sent = [(s, s.request_json()) for s in steps if b'"jsonrpc"' in s.body]
+    rpc = [(s, message) for s, message in sent if _json_rpc(message)]
     if not rpc:
         return set()
-    endpoints = {endpoint(s.url) for s in rpc}
-    return {id(s) for s in rpc if not _tool_call(s.request_json())} | {
+    endpoints = {endpoint(s.url) for s, _ in rpc}
+    return {id(s) for s, message in rpc if not _tool_call(message)} | {
         id(s)
         for s in steps
         if s.method in ("GET", "DELETE")
@@ -203,7 +204,7 @@ def mcp_plumbing(steps: list[Step]) -> set[int]:
 def push_streams(steps: Sequence[Step]) -> list[Step]:
     """The server push streams among ``steps`` (MCP over SSE, a GET listener: `_pushed`),
     where a ``tools/call`` posted elsewhere finds its answer."""
-    return [s for s in steps if s.method == "GET" and is_push_stream(s.method, s.recording.chunks)]
+    return [s for s in steps if is_push_stream(s.method, s.recording.chunks)]
 
 
 def _json_rpc(message: Any) -> bool:
